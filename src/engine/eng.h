@@ -1,0 +1,220 @@
+/* The transport engine: RC requester, responder and completer, for RoCEv2 (IBTA Vol. 1
+ * ch. 9-10; behaviour modelled on Linux rxe, ../shared/spec/roce.md section 5).
+ *
+ * Sans I/O (DESIGN.md decision 2): the engine never touches a socket or reads a clock. Callers
+ * hand it decoded packets and the current time, and pull out packets to send and the next
+ * deadline. Memory is reached only through the eng_env callbacks, which validate every key,
+ * bound and access right before a byte moves.
+ *
+ * Threads: none of these functions locks. The caller serialises all calls that touch one QP
+ * and the CQs / SRQ it uses (softrdma holds one lock per device context).
+ * Errors: functions return 0 or a negative errno. Completion statuses go into the CQs; wire
+ * errors (NAK syndromes) go into packets. The three never mix. */
+#ifndef SOFTRDMA_ENGINE_ENG_H
+#define SOFTRDMA_ENGINE_ENG_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire/roce/roce.h"
+
+#define ENG_MAX_SGE 16
+#define ENG_MAX_INLINE 256 /* bytes; inline data is copied into the WQE at post time */
+#define ENG_MAX_RD_ATOMIC 16
+#define ENG_MAX_MSG_SIZE (1u << 31) /* 2 GiB, as rxe */
+
+struct eng_qp;
+
+/* ---- completion queue ---- */
+
+/* A ring of work completions. Owned by the caller (obj/); the engine pushes, the application
+ * polls. `notify` (may be NULL) is called after a push when the CQ was armed; `armed` is
+ * cleared by the engine at that moment (one event per arm, as verbs requires). */
+struct eng_cq {
+	struct ibv_wc *ring;
+	uint32_t mask;       /* ring size - 1 (power of two) */
+	uint32_t head;       /* next to poll (free-running) */
+	uint32_t tail;       /* next to fill (free-running) */
+	uint32_t cqe;        /* capacity the user asked for */
+	bool overflow;       /* a completion was lost: CQ is in error (IBV_EVENT_CQ_ERR) */
+	uint8_t armed;       /* 0 no, 1 next completion, 2 solicited only */
+	void (*notify)(struct eng_cq *cq);
+	void *owner;         /* for the notify callback */
+};
+
+/* Allocates a ring for at least `cqe` completions. Returns 0, -EINVAL, -ENOMEM. */
+int eng_cq_init(struct eng_cq *cq, uint32_t cqe);
+void eng_cq_fini(struct eng_cq *cq);
+/* Copies up to n completions out, oldest first; returns how many. */
+int eng_cq_poll(struct eng_cq *cq, int n, struct ibv_wc *wc);
+/* Appends one completion (engine internal, public for tests). solicited: the completion is of
+ * a receive whose message had SE set. Returns 0 or -ENOSPC (sets overflow). */
+int eng_cq_push(struct eng_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* ---- receive queue (one per QP, or shared: SRQ) ---- */
+
+struct eng_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct eng_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length; /* sum of sge lengths */
+	struct eng_sge sge[ENG_MAX_SGE];
+};
+
+struct eng_rq {
+	struct eng_rwqe *ring;
+	uint32_t mask, head, tail; /* free-running indices */
+	uint32_t max_wr, max_sge;
+	bool is_srq;
+	uint32_t limit;            /* SRQ limit (0 = not armed); on dropping below: limit_event */
+	void (*limit_event)(struct eng_rq *rq);
+	void *owner;
+};
+
+int eng_rq_init(struct eng_rq *rq, uint32_t max_wr, uint32_t max_sge, bool is_srq);
+void eng_rq_fini(struct eng_rq *rq);
+/* Posts a chain of receive WRs. Returns 0, or -EINVAL (too many SGEs) / -ENOMEM (full) with
+ * *bad set to the first WR not posted. */
+int eng_rq_post(struct eng_rq *rq, const struct ibv_recv_wr *wr, const struct ibv_recv_wr **bad);
+uint32_t eng_rq_count(const struct eng_rq *rq);
+
+/* ---- environment: how the engine reaches memory and its owner ---- */
+
+/* IBV_ACCESS_* bits asked of a key; ENG_ACCESS_LOCAL_READ means a plain local read. */
+#define ENG_ACCESS_LOCAL_READ 0
+
+struct eng_env {
+	void *ctx;
+	/* Validates [va, va+len) under `key` (an lkey if !remote, an rkey if remote) for
+	 * `access` in protection domain `pd`, including address+length overflow, and returns the
+	 * host address of va. On failure returns NULL and sets *err: -ENOENT (no such key or
+	 * wrong PD), -EACCES (access not granted), -ERANGE (out of bounds). len 0 is always
+	 * valid and may return NULL with *err = 0. */
+	void *(*mem_resolve)(void *ctx, uint32_t pd, uint32_t key, bool remote, uint64_t va,
+			     uint64_t len, unsigned access, int *err);
+	/* SEND with Invalidate: invalidate `rkey` in `pd`. Returns 0 or -EINVAL. May be NULL. */
+	int (*mem_invalidate)(void *ctx, uint32_t pd, uint32_t rkey);
+	/* The QP has packets to send, or its deadline moved earlier: the caller should call
+	 * eng_qp_output / eng_qp_deadline for it. May be called from any engine entry point. */
+	void (*wake)(void *ctx, struct eng_qp *qp);
+	/* Asynchronous event for the QP (IBV_EVENT_QP_FATAL, _QP_REQ_ERR, _QP_ACCESS_ERR,
+	 * _COMM_EST, _SQ_DRAINED, _QP_LAST_WQE_REACHED). May be NULL. */
+	void (*event)(void *ctx, struct eng_qp *qp, enum ibv_event_type ev);
+};
+
+/* ---- queue pair ---- */
+
+struct eng_qp_init {
+	enum ibv_qp_type type;     /* IBV_QPT_RC (UC/UD later) */
+	uint32_t qpn;
+	uint32_t pd;               /* PD handle passed back to mem_resolve */
+	uint32_t max_send_wr, max_send_sge, max_inline;
+	uint32_t max_recv_wr, max_recv_sge; /* ignored with srq */
+	struct eng_rq *srq;        /* NULL: the QP gets its own receive queue */
+	struct eng_cq *send_cq, *recv_cq;
+	bool sq_sig_all;
+	void *user;                /* caller's pointer, returned by eng_qp_user() */
+};
+
+/* Attributes the engine acts on. The caller (obj/) validates verbs attribute masks and the
+ * state machine, keeps the full attribute set, and passes it whole. */
+struct eng_qp_attr {
+	uint32_t dest_qpn;
+	uint32_t sq_psn;           /* next PSN the requester sends */
+	uint32_t rq_psn;           /* next PSN the responder expects */
+	uint32_t pmtu;             /* bytes: 256..4096 */
+	unsigned access;           /* IBV_ACCESS_REMOTE_{WRITE,READ,ATOMIC} for inbound requests */
+	uint8_t timeout;           /* local ACK timeout exponent; 0 = none */
+	uint8_t retry_cnt;         /* 0..7 */
+	uint8_t rnr_retry;         /* 0..7, 7 = infinite */
+	uint8_t min_rnr_timer;     /* RNR NAK timer code we send */
+	uint8_t max_rd_atomic;     /* ORD: outstanding READ/ATOMIC we may issue */
+	uint8_t max_dest_rd_atomic;/* IRD: responder resources */
+	uint16_t pkey;
+};
+
+/* Creates a QP in RESET. Returns 0 and *out, or -EINVAL / -ENOMEM. Allocates everything the
+ * QP will ever need (rings, responder resources); nothing is allocated afterwards. */
+int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct eng_qp **out);
+void eng_qp_destroy(struct eng_qp *qp);
+void *eng_qp_user(const struct eng_qp *qp);
+uint32_t eng_qp_num(const struct eng_qp *qp);
+
+/* Replaces the attribute set (any state). PSN fields take effect on the next transition into
+ * RTR (rq_psn) / RTS (sq_psn). */
+void eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr);
+
+/* Moves the QP to `state` (the caller has checked the transition is legal). Entering ERR
+ * flushes every outstanding and later-posted WR with IBV_WC_WR_FLUSH_ERR; RESET empties the
+ * queues and forgets sequence state; RTR starts the responder at attr.rq_psn; RTS starts
+ * the requester at attr.sq_psn; SQD stops taking new send WRs once in flight ones finish
+ * (IBV_EVENT_SQ_DRAINED). */
+void eng_qp_set_state(struct eng_qp *qp, enum ibv_qp_state state, uint64_t now_ns);
+enum ibv_qp_state eng_qp_state(const struct eng_qp *qp);
+
+/* Posts a chain of send WRs (verbs semantics: ibv_post_send(3)). Returns 0, or -EINVAL (bad
+ * opcode for the QP type, too many SGEs, inline too long, QP not in RTS/SQD/ERR) / -ENOMEM
+ * (send queue full) with *bad set to the first WR not posted. Inline data is copied now. */
+int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
+		     const struct ibv_send_wr **bad, uint64_t now_ns);
+/* Posts receives to the QP's own RQ (fails with -EINVAL on an SRQ QP). */
+int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
+		     const struct ibv_recv_wr **bad);
+
+/* Hands the engine one packet addressed to this QP. The caller has parsed it (roce_parse),
+ * checked its ICRC and that BTH.DestQP is this QP. The payload is copied out before return;
+ * the caller keeps ownership of the buffer. A packet the engine refuses is counted and
+ * dropped, and leaves the QP as it was (unless the protocol says the QP goes to ERR). */
+void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns);
+
+/* Produces the next packet to send, if any: fills *out and copies its payload into `buf`
+ * (at least attr.pmtu bytes; out->payload points there). Returns 1 if a packet was produced,
+ * 0 if nothing is due now. Retransmissions, ACKs/NAKs, read responses and new requests all
+ * come out here, responses first. */
+int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
+		  size_t buf_cap);
+
+/* Earliest time the engine needs eng_qp_timer() (retransmit, RNR wait), or UINT64_MAX. */
+uint64_t eng_qp_deadline(const struct eng_qp *qp);
+/* Runs expired timers; may make output due (wake is called). */
+void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
+
+/* ---- counters (DESIGN.md decision 8) ---- */
+
+/* Every drop, retry and error the engine sees, per QP. X(name, description). */
+#define ENG_COUNTERS(X)                                                                    \
+	X(tx_packets, "packets produced")                                                  \
+	X(rx_packets, "packets accepted")                                                  \
+	X(retransmits, "request packets sent again (go-back-N)")                           \
+	X(ack_timeouts, "local ACK timer expiries")                                        \
+	X(seq_naks_sent, "NAK PSN sequence error sent")                                    \
+	X(seq_naks_rcvd, "NAK PSN sequence error received")                                \
+	X(rnr_naks_sent, "RNR NAKs sent (no receive WQE)")                                 \
+	X(rnr_naks_rcvd, "RNR NAKs received")                                              \
+	X(dup_requests, "duplicate requests received")                                     \
+	X(dup_reads_replayed, "duplicate READs re-executed")                               \
+	X(dup_atomics_replayed, "duplicate atomics answered from the saved result")         \
+	X(naks_sent, "NAKs sent: invalid request, remote access, remote operational")      \
+	X(naks_rcvd, "fatal NAKs received")                                                \
+	X(drop_bad_state, "packets dropped: QP state does not receive")                   \
+	X(drop_bad_opcode, "packets dropped: opcode not valid for the QP or sequence")     \
+	X(drop_out_of_window, "packets dropped: PSN outside any window")                   \
+	X(drop_unexpected_ack, "responses dropped: nothing outstanding matches")           \
+	X(drop_bad_length, "packets dropped: inconsistent lengths")
+
+enum eng_counter {
+#define ENG_COUNTER_ENUM(name, desc) ENG_CNT_##name,
+	ENG_COUNTERS(ENG_COUNTER_ENUM)
+#undef ENG_COUNTER_ENUM
+	ENG_CNT__COUNT
+};
+extern const char *const eng_counter_names[ENG_CNT__COUNT];
+const uint64_t *eng_qp_counters(const struct eng_qp *qp);
+
+#endif

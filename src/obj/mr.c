@@ -1,0 +1,105 @@
+/* Memory-region key table: O(1) lookup by key, validation of every access (DESIGN.md
+ * decision 6: a peer can never make softrdma touch memory outside a registered region). */
+#include "obj/obj.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define MR_KNOWN_ACCESS                                                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |        \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)
+
+int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap)
+{
+	if (cap < 2 || cap > (1u << 24))
+		return -EINVAL;
+	t->slots = calloc(cap, sizeof(*t->slots));
+	t->gen = calloc(cap, 1);
+	if (!t->slots || !t->gen) {
+		free(t->slots);
+		free(t->gen);
+		return -ENOMEM;
+	}
+	t->cap = cap;
+	t->used = 0;
+	return 0;
+}
+
+void obj_mr_table_fini(struct obj_mr_table *t)
+{
+	free(t->slots);
+	free(t->gen);
+	t->slots = NULL;
+	t->gen = NULL;
+	t->cap = 0;
+}
+
+int obj_mr_add(struct obj_mr_table *t, struct obj_mr *mr)
+{
+	/* Slot 0 is never used, so keys 0..255 are never valid. */
+	for (uint32_t i = 1; i < t->cap; i++) {
+		if (t->slots[i])
+			continue;
+		t->gen[i]++;
+		t->slots[i] = mr;
+		mr->key = (i << 8) | t->gen[i];
+		t->used++;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void obj_mr_remove(struct obj_mr_table *t, struct obj_mr *mr)
+{
+	uint32_t i = mr->key >> 8;
+	if (i < t->cap && t->slots[i] == mr) {
+		t->slots[i] = NULL;
+		t->used--;
+	}
+}
+
+struct obj_mr *obj_mr_lookup(const struct obj_mr_table *t, uint32_t key)
+{
+	uint32_t i = key >> 8;
+	if (i == 0 || i >= t->cap)
+		return NULL;
+	struct obj_mr *mr = t->slots[i];
+	return (mr && mr->key == key) ? mr : NULL;
+}
+
+void *obj_mr_resolve(const struct obj_mr_table *t, uint32_t pd, uint32_t key, bool remote,
+		     uint64_t va, uint64_t len, unsigned access, int *err)
+{
+	*err = 0;
+	if (len == 0)
+		return NULL; /* a zero-length access touches nothing and needs no valid key */
+	struct obj_mr *mr = obj_mr_lookup(t, key);
+	if (!mr || mr->pd != pd) {
+		*err = -ENOENT;
+		return NULL;
+	}
+	unsigned need = access;
+	if (!remote)
+		need &= IBV_ACCESS_LOCAL_WRITE;
+	if ((mr->access & need) != need) {
+		*err = -EACCES;
+		return NULL;
+	}
+	/* Bounds: va >= iova and va + len <= iova + length, written so nothing overflows. */
+	if (va < mr->iova || va - mr->iova > mr->length || len > mr->length - (va - mr->iova)) {
+		*err = -ERANGE;
+		return NULL;
+	}
+	return mr->addr + (va - mr->iova);
+}
+
+int obj_mr_check_access(unsigned access)
+{
+	if (access & ~MR_KNOWN_ACCESS)
+		return -EINVAL;
+	/* Remote write and atomic need local write (ibv_reg_mr(3)). */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}

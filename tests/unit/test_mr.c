@@ -1,0 +1,72 @@
+/* Memory-region table: keys, PD and access checks, bounds including va+len overflow,
+ * stale keys after deregistration. */
+#include "check.h"
+#include "obj/obj.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+int main(void)
+{
+	struct obj_mr_table t;
+	static uint8_t buf[4096];
+	REQUIRE(obj_mr_table_init(&t, 16) == 0);
+	struct obj_mr mr = {.iova = 0x10000, .addr = buf, .length = sizeof(buf),
+			    .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+			    .pd = 7};
+	REQUIRE(obj_mr_add(&t, &mr) == 0);
+	CHECK(mr.key >= 256);
+	int err;
+	/* In bounds, right PD, granted access. */
+	CHECK(obj_mr_resolve(&t, 7, mr.key, true, 0x10000, 4096, IBV_ACCESS_REMOTE_READ, &err) ==
+	      buf);
+	CHECK(obj_mr_resolve(&t, 7, mr.key, true, 0x10ff0, 16, IBV_ACCESS_REMOTE_READ, &err) ==
+	      buf + 0xff0);
+	CHECK(obj_mr_resolve(&t, 7, mr.key, false, 0x10000, 1, IBV_ACCESS_LOCAL_WRITE, &err) == buf);
+	/* Access not granted. */
+	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, 0x10000, 8, IBV_ACCESS_REMOTE_WRITE, &err));
+	CHECK_EQ(err, -EACCES);
+	/* Wrong PD, unknown key. */
+	CHECK(!obj_mr_resolve(&t, 8, mr.key, true, 0x10000, 8, IBV_ACCESS_REMOTE_READ, &err));
+	CHECK_EQ(err, -ENOENT);
+	CHECK(!obj_mr_resolve(&t, 7, mr.key ^ 1, true, 0x10000, 8, IBV_ACCESS_REMOTE_READ, &err));
+	CHECK_EQ(err, -ENOENT);
+	CHECK(!obj_mr_resolve(&t, 7, 0, true, 0x10000, 8, IBV_ACCESS_REMOTE_READ, &err));
+	CHECK_EQ(err, -ENOENT);
+	/* Bounds: one byte past the end, before the start, and overflowing va+len. */
+	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, 0x10001, 4096, IBV_ACCESS_REMOTE_READ, &err));
+	CHECK_EQ(err, -ERANGE);
+	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, 0xffff, 2, IBV_ACCESS_REMOTE_READ, &err));
+	CHECK_EQ(err, -ERANGE);
+	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, 0x10010, UINT64_MAX - 8, IBV_ACCESS_REMOTE_READ,
+			      &err));
+	CHECK_EQ(err, -ERANGE);
+	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, UINT64_MAX - 4, 8, IBV_ACCESS_REMOTE_READ, &err));
+	CHECK_EQ(err, -ERANGE);
+	/* Zero length needs no key. */
+	CHECK(!obj_mr_resolve(&t, 7, 0, true, 0, 0, IBV_ACCESS_REMOTE_WRITE, &err));
+	CHECK_EQ(err, 0);
+	/* A stale key does not reach the region registered next in the same slot. */
+	uint32_t old = mr.key;
+	obj_mr_remove(&t, &mr);
+	CHECK(!obj_mr_lookup(&t, old));
+	struct obj_mr mr2 = mr;
+	REQUIRE(obj_mr_add(&t, &mr2) == 0);
+	CHECK(mr2.key != old);
+	CHECK(!obj_mr_resolve(&t, 7, old, true, 0x10000, 8, IBV_ACCESS_REMOTE_READ, &err));
+	/* Table full. */
+	struct obj_mr many[16];
+	int added = 0;
+	for (int i = 0; i < 16; i++)
+		if (obj_mr_add(&t, &many[i]) == 0)
+			added++;
+	CHECK_EQ(added, 14); /* 15 usable slots, one taken by mr2 */
+	/* Registration access rules. */
+	CHECK_EQ(obj_mr_check_access(IBV_ACCESS_REMOTE_WRITE), -EINVAL);
+	CHECK_EQ(obj_mr_check_access(IBV_ACCESS_REMOTE_ATOMIC), -EINVAL);
+	CHECK_EQ(obj_mr_check_access(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0);
+	CHECK_EQ(obj_mr_check_access(IBV_ACCESS_REMOTE_READ), 0);
+	CHECK_EQ(obj_mr_check_access(1u << 12), -EINVAL);
+	obj_mr_table_fini(&t);
+	return check_exit();
+}
