@@ -30,18 +30,20 @@ uint32_t crc32_ieee_mulmod(uint32_t a, uint32_t b);
  * Production code calls crc32_ieee/crc32c, which use the fastest implementation this CPU
  * supports (CRC_IMPL_AUTO). Every implementation returns identical results. */
 enum crc_impl {
-	CRC_IMPL_AUTO,     /* what crc32_ieee / crc32c use on this CPU */
+	CRC_IMPL_AUTO,	   /* what crc32_ieee / crc32c use on this CPU */
 	CRC_IMPL_BYTEWISE, /* one 256-entry table lookup per byte: the reference */
 	CRC_IMPL_SLICE8,   /* portable slicing-by-8 */
-	CRC_IMPL_HW,       /* CRC-32: PCLMULQDQ folding; CRC-32C: SSE4.2 crc32 instruction */
+	CRC_IMPL_HW,	   /* CRC-32: PCLMULQDQ folding; CRC-32C: SSE4.2 crc32 instruction */
 	CRC_IMPL__COUNT
 };
 
 /* Same contract as crc32_ieee / crc32c, through one chosen implementation. Returns 0 and the
  * CRC in *out, or -ENOTSUP if this CPU (or build) lacks the instructions `impl` needs. */
-int crc32_ieee_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t len,
-		    uint32_t *out);
+int crc32_ieee_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t len, uint32_t *out);
 int crc32c_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t len, uint32_t *out);
+/* crc32_ieee_shift through one implementation of the modular product: BYTEWISE = one bit at a
+ * time, SLICE8 = four bits at a time + table reduction, HW = PCLMULQDQ + table reduction. */
+int crc32_ieee_shift_with(enum crc_impl impl, uint32_t state, int64_t nbytes, uint32_t *out);
 
 /* "auto", "bytewise", "slice8", "hw"; "?" for anything else. */
 const char *crc_impl_name(enum crc_impl impl);

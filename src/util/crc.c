@@ -1,0 +1,461 @@
+/* CRC-32 (IEEE 802.3, reflected; the zlib/Ethernet CRC, used by the RoCE ICRC) and CRC-32C
+ * (Castagnoli; iWARP MPA, RFC 5044 8). Three implementations of each, chosen once at run
+ * time: bytewise (the reference), portable slicing-by-8, and the CPU's instructions (PCLMULQDQ
+ * folding for CRC-32, the SSE4.2 crc32 instruction for CRC-32C). Every path gives identical
+ * results (tests/unit/test_crc.c checks that on random buffers).
+ *
+ * Register convention ("raw"): reflected, no inversion; bit 31 holds the coefficient of x^0,
+ * bit 0 that of x^31. Feeding one byte b into register s is
+ *     s = T[(s ^ b) & 0xff] ^ (s >> 8),
+ * which computes s' = (s * x^8 + b' * x^32) mod P. The zlib-style entry points invert before
+ * and after. */
+#include "util/crc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CRC_X86 1
+#include <immintrin.h>
+#else
+#define CRC_X86 0
+#endif
+
+#define POLY_IEEE 0xEDB88320u /* 0x04C11DB7 reflected */
+#define POLY_C	  0x82F63B78u /* 0x1EDC6F41 reflected */
+
+typedef uint32_t (*raw_fn)(uint32_t state, const uint8_t *p, size_t n);
+
+/* Tables are built once by init() under pthread_once; after that they are read-only. */
+static uint32_t tab_ieee[8][256];
+static uint32_t tab_c[8][256];
+/* x^(8*2^j) and x^(-8*2^j) mod P (reflected), for crc32_ieee_shift. */
+static uint32_t pow_fwd[64];
+static uint32_t pow_back[64];
+static bool cpu_pclmul;
+static bool cpu_sse42;
+#if CRC_X86
+/* Folding constants for the PCLMULQDQ path: see fold() below. */
+static uint64_t k128_lo, k128_hi, k512_lo, k512_hi;
+#endif
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_bool init_done;
+
+static void init(void);
+
+static void ensure_init(void)
+{
+	if (!atomic_load_explicit(&init_done, memory_order_acquire))
+		pthread_once(&init_once, init);
+}
+
+/* ---- portable paths ---- */
+
+static inline uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint32_t bytewise(const uint32_t t[256], uint32_t s, const uint8_t *p, size_t n)
+{
+	while (n--)
+		s = t[(s ^ *p++) & 0xff] ^ (s >> 8);
+	return s;
+}
+
+/* Slicing-by-8: t[k][i] is byte i followed by k zero bytes, so eight lookups advance the
+ * register by eight bytes at once. */
+static uint32_t slice8(const uint32_t t[8][256], uint32_t s, const uint8_t *p, size_t n)
+{
+	while (n >= 8) {
+		uint32_t lo = s ^ le32(p);
+		uint32_t hi = le32(p + 4);
+
+		s = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
+		    t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+		    t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+		p += 8;
+		n -= 8;
+	}
+	return bytewise(t[0], s, p, n);
+}
+
+static uint32_t ieee_bytewise(uint32_t s, const uint8_t *p, size_t n)
+{
+	return bytewise(tab_ieee[0], s, p, n);
+}
+
+static uint32_t ieee_slice8(uint32_t s, const uint8_t *p, size_t n)
+{
+	return slice8(tab_ieee, s, p, n);
+}
+
+static uint32_t c_bytewise(uint32_t s, const uint8_t *p, size_t n)
+{
+	return bytewise(tab_c[0], s, p, n);
+}
+
+static uint32_t c_slice8(uint32_t s, const uint8_t *p, size_t n)
+{
+	return slice8(tab_c, s, p, n);
+}
+
+/* ---- GF(2)[x] / P arithmetic in reflected order ---- */
+
+/* v * x mod P. */
+static inline uint32_t mul_x(uint32_t v)
+{
+	return (v >> 1) ^ (POLY_IEEE & (0u - (v & 1)));
+}
+
+/* v * x^-1 mod P. P = x^32 + p(x) with p(0) = 1, so if v has an x^0 term, adding P clears it
+ * and the sum divides exactly by x; the x^32 term of P lands on x^31 (bit 0). */
+static inline uint32_t div_x(uint32_t v)
+{
+	if (v & 0x80000000u)
+		return ((v ^ POLY_IEEE) << 1) | 1u;
+	return v << 1;
+}
+
+/* Reference product: for each power x^d of a (bit 31-d), add b * x^d. */
+static uint32_t mulmod_bitwise(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+
+	for (uint32_t m = 0x80000000u; m; m >>= 1) {
+		prod ^= b & (0u - (uint32_t)((a & m) != 0));
+		b = mul_x(b);
+	}
+	return prod;
+}
+
+/* Reduces a carry-less product of two reflected 32-bit operands. Such a product, shifted left
+ * by one, holds x^63..x^32 in bits 0..31 (that is lo(x) * x^32 with lo read as a reflected
+ * register) and x^31..x^0 in bits 32..63. lo * x^32 mod P is what four zero bytes do to a
+ * register: four slicing-table lookups. */
+static uint32_t reduce_product(uint64_t clmul)
+{
+	uint64_t v = clmul << 1;
+	uint32_t lo = (uint32_t)v;
+
+	return (uint32_t)(v >> 32) ^ tab_ieee[3][lo & 0xff] ^ tab_ieee[2][(lo >> 8) & 0xff] ^
+	       tab_ieee[1][(lo >> 16) & 0xff] ^ tab_ieee[0][lo >> 24];
+}
+
+/* Portable product: a carry-less multiply four bits at a time, then the table reduction. */
+static uint32_t mulmod_table(uint32_t a, uint32_t b)
+{
+	uint64_t mult[16], prod = 0;
+
+	mult[0] = 0;
+	mult[1] = b;
+	for (int i = 2; i < 16; i++)
+		mult[i] = (i & 1) ? mult[i - 1] ^ b : mult[i / 2] << 1;
+	for (int j = 28; j >= 0; j -= 4)
+		prod = (prod << 4) ^ mult[(a >> j) & 0xF];
+	return reduce_product(prod);
+}
+
+typedef uint32_t (*mulmod_fn)(uint32_t a, uint32_t b);
+
+static mulmod_fn mulmod_auto = mulmod_table; /* set by init() */
+
+uint32_t crc32_ieee_mulmod(uint32_t a, uint32_t b)
+{
+	ensure_init();
+	return mulmod_auto(a, b);
+}
+
+static uint32_t shift_with(mulmod_fn mul, uint32_t state, int64_t nbytes)
+{
+	uint64_t u = nbytes < 0 ? 0 - (uint64_t)nbytes : (uint64_t)nbytes;
+	const uint32_t *pw = nbytes < 0 ? pow_back : pow_fwd;
+
+	/* x^(8n) = product of x^(8 * 2^j) over the bits j of n. */
+	for (unsigned j = 0; u; j++, u >>= 1)
+		if (u & 1)
+			state = mul(state, pw[j]);
+	return state;
+}
+
+uint32_t crc32_ieee_shift(uint32_t state, int64_t nbytes)
+{
+	ensure_init();
+	return shift_with(mulmod_auto, state, nbytes);
+}
+
+/* x^e mod P, reflected. Only used at init, for small e. */
+static uint32_t xpow(unsigned e)
+{
+	uint32_t v = 0x80000000u;
+
+	while (e--)
+		v = mul_x(v);
+	return v;
+}
+
+/* ---- x86 instructions ---- */
+
+#if CRC_X86
+/* One folding step. X (128 bits, loaded little-endian) holds message bits in reflected order:
+ * its low quadword H is the earlier (higher-degree) half, X = H*x^64 + L. Advancing X by d
+ * bits is X*x^d = H*x^(d+64) + L*x^d, and each term may be replaced by its residue mod P.
+ * A carry-less product of two reflected 64-bit operands is the reflected 128-bit value of the
+ * product times x, so the constants are x^(d+63) and x^(d-1) mod P, placed in the high half
+ * of a 64-bit lane (reflected 32 -> reflected 64). The 96-bit products fit in 128 bits. */
+__attribute__((target("pclmul,sse2"))) static inline __m128i fold(__m128i x, __m128i k)
+{
+	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+__attribute__((target("pclmul,sse2"))) static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p,
+								   size_t n)
+{
+	/* Short buffers: the folding set-up and the final reduction cost more than they save. */
+	if (n < 64)
+		return slice8(tab_ieee, s, p, n);
+
+	const __m128i k512 = _mm_set_epi64x((long long)k512_hi, (long long)k512_lo);
+	const __m128i k128 = _mm_set_epi64x((long long)k128_hi, (long long)k128_lo);
+	__m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+	__m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
+	__m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
+
+	/* The register XORs into the next four message bytes (raw CRC is linear). */
+	x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)s));
+	p += 64;
+	n -= 64;
+	/* Four independent accumulators hide the multiplier latency. */
+	while (n >= 64) {
+		x0 = _mm_xor_si128(fold(x0, k512),
+				   _mm_loadu_si128((const __m128i *)(const void *)p));
+		x1 = _mm_xor_si128(fold(x1, k512),
+				   _mm_loadu_si128((const __m128i *)(const void *)(p + 16)));
+		x2 = _mm_xor_si128(fold(x2, k512),
+				   _mm_loadu_si128((const __m128i *)(const void *)(p + 32)));
+		x3 = _mm_xor_si128(fold(x3, k512),
+				   _mm_loadu_si128((const __m128i *)(const void *)(p + 48)));
+		p += 64;
+		n -= 64;
+	}
+	/* Horner: x0*x^384 + x1*x^256 + x2*x^128 + x3. */
+	__m128i x = _mm_xor_si128(fold(x0, k128), x1);
+	x = _mm_xor_si128(fold(x, k128), x2);
+	x = _mm_xor_si128(fold(x, k128), x3);
+	while (n >= 16) {
+		x = _mm_xor_si128(fold(x, k128), _mm_loadu_si128((const __m128i *)(const void *)p));
+		p += 16;
+		n -= 16;
+	}
+	/* x is congruent mod P to everything consumed so far (with the initial register folded
+	 * in), so its raw CRC from a zero register is the register for that prefix. */
+	uint8_t acc[16];
+	_mm_storeu_si128((__m128i *)(void *)acc, x);
+	s = slice8(tab_ieee, 0, acc, sizeof(acc));
+	return slice8(tab_ieee, s, p, n);
+}
+
+__attribute__((target("pclmul,sse2"))) static uint32_t mulmod_pclmul(uint32_t a, uint32_t b)
+{
+	__m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
+
+	return reduce_product((uint64_t)_mm_cvtsi128_si64(p));
+}
+
+__attribute__((target("sse4.2"))) static uint32_t c_sse42(uint32_t s, const uint8_t *p, size_t n)
+{
+	uint64_t s64 = s;
+
+	while (n >= 8) {
+		uint64_t w = (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+
+		s64 = _mm_crc32_u64(s64, w);
+		p += 8;
+		n -= 8;
+	}
+	s = (uint32_t)s64;
+	while (n--)
+		s = _mm_crc32_u8(s, *p++);
+	return s;
+}
+#endif
+
+/* ---- dispatch ---- */
+
+static uint32_t ieee_first(uint32_t s, const uint8_t *p, size_t n);
+static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n);
+/* Start at a resolver that initialises and then calls the chosen implementation; init()
+ * replaces these with release stores after the tables are built. */
+static _Atomic(raw_fn) ieee_fn = ieee_first;
+static _Atomic(raw_fn) c_fn = c_first;
+
+static void build_table(uint32_t t[8][256], uint32_t poly)
+{
+	for (unsigned i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int b = 0; b < 8; b++)
+			c = (c >> 1) ^ (poly & (0u - (c & 1)));
+		t[0][i] = c;
+	}
+	for (unsigned k = 1; k < 8; k++)
+		for (unsigned i = 0; i < 256; i++)
+			t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
+}
+
+static void init(void)
+{
+	raw_fn fi = ieee_slice8, fc = c_slice8;
+
+	build_table(tab_ieee, POLY_IEEE);
+	build_table(tab_c, POLY_C);
+
+	uint32_t back = 0x80000000u;
+	for (int i = 0; i < 8; i++)
+		back = div_x(back);
+	pow_fwd[0] = xpow(8);
+	pow_back[0] = back;
+	for (int j = 1; j < 64; j++) {
+		pow_fwd[j] = mulmod_bitwise(pow_fwd[j - 1], pow_fwd[j - 1]);
+		pow_back[j] = mulmod_bitwise(pow_back[j - 1], pow_back[j - 1]);
+	}
+
+#if CRC_X86
+	k128_lo = (uint64_t)xpow(128 + 63) << 32;
+	k128_hi = (uint64_t)xpow(128 - 1) << 32;
+	k512_lo = (uint64_t)xpow(512 + 63) << 32;
+	k512_hi = (uint64_t)xpow(512 - 1) << 32;
+	__builtin_cpu_init();
+	cpu_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+	cpu_sse42 = __builtin_cpu_supports("sse4.2");
+	if (cpu_pclmul) {
+		fi = ieee_pclmul;
+		mulmod_auto = mulmod_pclmul;
+	}
+	if (cpu_sse42)
+		fc = c_sse42;
+#endif
+	atomic_store_explicit(&ieee_fn, fi, memory_order_release);
+	atomic_store_explicit(&c_fn, fc, memory_order_release);
+	atomic_store_explicit(&init_done, true, memory_order_release);
+}
+
+static uint32_t ieee_first(uint32_t s, const uint8_t *p, size_t n)
+{
+	pthread_once(&init_once, init);
+	return atomic_load_explicit(&ieee_fn, memory_order_acquire)(s, p, n);
+}
+
+static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n)
+{
+	pthread_once(&init_once, init);
+	return atomic_load_explicit(&c_fn, memory_order_acquire)(s, p, n);
+}
+
+uint32_t crc32_ieee_raw(uint32_t state, const void *buf, size_t len)
+{
+	return atomic_load_explicit(&ieee_fn, memory_order_acquire)(state, buf, len);
+}
+
+uint32_t crc32_ieee(uint32_t crc, const void *buf, size_t len)
+{
+	return ~crc32_ieee_raw(~crc, buf, len);
+}
+
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return ~atomic_load_explicit(&c_fn, memory_order_acquire)(~crc, buf, len);
+}
+
+/* ---- implementation selection (tests, benchmarks) ---- */
+
+static raw_fn pick(bool ieee, enum crc_impl impl)
+{
+	ensure_init();
+	switch (impl) {
+	case CRC_IMPL_AUTO:
+		return atomic_load_explicit(ieee ? &ieee_fn : &c_fn, memory_order_acquire);
+	case CRC_IMPL_BYTEWISE:
+		return ieee ? ieee_bytewise : c_bytewise;
+	case CRC_IMPL_SLICE8:
+		return ieee ? ieee_slice8 : c_slice8;
+	case CRC_IMPL_HW:
+#if CRC_X86
+		if (ieee && cpu_pclmul)
+			return ieee_pclmul;
+		if (!ieee && cpu_sse42)
+			return c_sse42;
+#endif
+		return NULL;
+	default:
+		return NULL;
+	}
+}
+
+int crc32_ieee_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t len, uint32_t *out)
+{
+	raw_fn f = pick(true, impl);
+
+	if (!f)
+		return -ENOTSUP;
+	*out = ~f(~crc, buf, len);
+	return 0;
+}
+
+int crc32c_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t len, uint32_t *out)
+{
+	raw_fn f = pick(false, impl);
+
+	if (!f)
+		return -ENOTSUP;
+	*out = ~f(~crc, buf, len);
+	return 0;
+}
+
+int crc32_ieee_shift_with(enum crc_impl impl, uint32_t state, int64_t nbytes, uint32_t *out)
+{
+	mulmod_fn mul = NULL;
+
+	ensure_init();
+	switch (impl) {
+	case CRC_IMPL_AUTO:
+		mul = mulmod_auto;
+		break;
+	case CRC_IMPL_BYTEWISE:
+		mul = mulmod_bitwise;
+		break;
+	case CRC_IMPL_SLICE8:
+		mul = mulmod_table;
+		break;
+	case CRC_IMPL_HW:
+#if CRC_X86
+		if (cpu_pclmul)
+			mul = mulmod_pclmul;
+#endif
+		break;
+	default:
+		break;
+	}
+	if (!mul)
+		return -ENOTSUP;
+	*out = shift_with(mul, state, nbytes);
+	return 0;
+}
+
+const char *crc_impl_name(enum crc_impl impl)
+{
+	static const char *const names[CRC_IMPL__COUNT] = {
+	    [CRC_IMPL_AUTO] = "auto",
+	    [CRC_IMPL_BYTEWISE] = "bytewise",
+	    [CRC_IMPL_SLICE8] = "slice8",
+	    [CRC_IMPL_HW] = "hw",
+	};
+
+	if ((unsigned)impl >= CRC_IMPL__COUNT)
+		return "?";
+	return names[impl];
+}
