@@ -1,0 +1,613 @@
+/* The RoCEv2 UDP socket backend: batched receive and send, source-port sockets, counters.
+ * Steering between processes lives in steer.c. Contract and threads: io.h. */
+#define _GNU_SOURCE
+#include "io/io.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "io/steer.h"
+
+#define BTH_LEN	     12
+#define SPORT_RCVBUF 4096 /* source-port sockets never receive RoCE traffic */
+
+/* Room for IP_PKTINFO / IPV6_PKTINFO + TOS / TCLASS + TTL / HOPLIMIT, with margin. */
+#define RX_CTL_LEN 128
+#define TX_CTL_LEN 64
+
+union ctl_rx {
+	struct cmsghdr align;
+	char buf[RX_CTL_LEN];
+};
+
+union ctl_tx {
+	struct cmsghdr align;
+	char buf[TX_CTL_LEN];
+};
+
+struct sport_ent {
+	uint16_t port;
+	uint32_t refs;
+	int fd; /* -1: the bind was refused, packets leave from the main socket */
+};
+
+struct io_udp {
+	int fd; /* main socket: receives, sends sport == port and fallbacks */
+	int family;
+	uint16_t port;
+	uint8_t addr[16];
+	int rcvbuf, sndbuf;
+	struct io_steer *steer;
+	_Atomic uint64_t cnt[IO_UDP_NCOUNTERS];
+
+	/* tx side: source-port sockets, sorted by port (binary search on the data path) */
+	struct sport_ent *sports;
+	uint32_t nsports, capsports;
+	struct mmsghdr tx_msg[IO_UDP_BATCH];
+	struct iovec tx_iov[IO_UDP_BATCH];
+	struct sockaddr_in6 tx_name[IO_UDP_BATCH]; /* or sockaddr_in */
+	union ctl_tx tx_ctl[IO_UDP_BATCH];
+
+	/* rx side */
+	struct mmsghdr rx_msg[IO_UDP_BATCH];
+	struct iovec rx_iov[IO_UDP_BATCH];
+	struct sockaddr_in6 rx_name[IO_UDP_BATCH];
+	union ctl_rx rx_ctl[IO_UDP_BATCH];
+};
+
+static const char *const counter_names[] = {
+#define X_NAME(name, desc) #name,
+    IO_UDP_COUNTERS(X_NAME)
+#undef X_NAME
+};
+
+static const char *const counter_descs[] = {
+#define X_DESC(name, desc) desc,
+    IO_UDP_COUNTERS(X_DESC)
+#undef X_DESC
+};
+
+static void cnt_add(struct io_udp *io, enum io_udp_counter c, uint64_t v)
+{
+	io_cnt_add(&io->cnt[c], v);
+}
+
+static const uint8_t v4mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+
+static bool is_v4mapped(const uint8_t *a)
+{
+	return memcmp(a, v4mapped_prefix, sizeof(v4mapped_prefix)) == 0;
+}
+
+/* Fills a sockaddr for addr (IPv4-mapped when family is AF_INET) and port. Returns its length,
+ * or 0 when addr does not belong to the family. */
+static socklen_t make_sockaddr(int family, const uint8_t *addr, uint16_t port,
+			       struct sockaddr_in6 *out)
+{
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)out;
+		if (!is_v4mapped(addr))
+			return 0;
+		memset(sin, 0, sizeof(*sin));
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr + 12, 4);
+		return sizeof(*sin);
+	}
+	if (is_v4mapped(addr))
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out->sin6_family = AF_INET6;
+	out->sin6_port = htons(port);
+	memcpy(&out->sin6_addr, addr, 16);
+	return sizeof(*out);
+}
+
+static int setopt_int(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) != 0 ? -errno : 0;
+}
+
+/* A non-blocking, unconnected UDP socket with DF on every packet and never locally fragmented:
+ * with these, Linux sends IPv4 ID 0 (io.h). `main` adds the receive-side options. */
+static int make_socket(const struct io_udp *io, bool main, int *out)
+{
+	int fd = socket(io->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (!main)
+		err = setopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	/* Main socket: SO_REUSEPORT only. With SO_REUSEADDR too, UDP would let us share a port
+	 * with a foreign SO_REUSEADDR socket outside the reuseport group. */
+	if (!err)
+		err = setopt_int(fd, SOL_SOCKET, SO_REUSEPORT, 1);
+	if (!err && io->family == AF_INET) {
+		err = setopt_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+		if (!err && main)
+			err = setopt_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
+		if (!err && main)
+			err = setopt_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
+		if (!err && main)
+			err = setopt_int(fd, IPPROTO_IP, IP_RECVTTL, 1);
+	} else if (!err) {
+		err = setopt_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		if (!err)
+			err = setopt_int(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+		/* rxe sends flow label 0 (prepare_ipv6_hdr); the ICRC masks it, but matching rxe
+		 * keeps captures comparable. Best effort: old kernels lack the option. */
+		if (!err)
+			setopt_int(fd, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, 0);
+		if (!err && main)
+			err = setopt_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+		if (!err && main)
+			err = setopt_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+		if (!err && main)
+			err = setopt_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+	}
+	/* Buffer sizes are hints: the kernel clamps them to its limits, never fails them. */
+	if (!err && main && io->rcvbuf > 0)
+		setopt_int(fd, SOL_SOCKET, SO_RCVBUF, io->rcvbuf);
+	if (!err && !main)
+		setopt_int(fd, SOL_SOCKET, SO_RCVBUF, SPORT_RCVBUF);
+	if (!err && io->sndbuf > 0)
+		setopt_int(fd, SOL_SOCKET, SO_SNDBUF, io->sndbuf);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
+
+int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
+{
+	static const uint8_t zero[16];
+	struct sockaddr_in6 sa;
+	socklen_t salen;
+	struct io_udp *io;
+	int err;
+
+	if (!cfg || !out || (cfg->family != AF_INET && cfg->family != AF_INET6))
+		return -EINVAL;
+	if (memcmp(cfg->addr, zero, 16) == 0 ||
+	    (is_v4mapped(cfg->addr) && memcmp(cfg->addr + 12, zero, 4) == 0))
+		return -EINVAL;
+	io = calloc(1, sizeof(*io));
+	if (!io)
+		return -ENOMEM;
+	io->family = cfg->family;
+	io->port = cfg->port ? cfg->port : IO_UDP_DEFAULT_PORT;
+	memcpy(io->addr, cfg->addr, 16);
+	io->rcvbuf = cfg->rcvbuf;
+	io->sndbuf = cfg->sndbuf;
+	salen = make_sockaddr(io->family, io->addr, io->port, &sa);
+	if (!salen) {
+		err = -EINVAL;
+		goto fail_free;
+	}
+	err = make_socket(io, true, &io->fd);
+	if (err)
+		goto fail_free;
+
+	struct io_steer_cfg scfg = {
+	    .family = io->family,
+	    .port = io->port,
+	    .check_ms = cfg->check_interval_ms ? cfg->check_interval_ms : IO_UDP_DEFAULT_CHECK_MS,
+	    .dir = cfg->registry_dir,
+	    .counters = io->cnt,
+	};
+	memcpy(scfg.addr, io->addr, 16);
+	err = io_steer_join(&scfg, io->fd, (const struct sockaddr *)&sa, salen, &io->steer);
+	if (err)
+		goto fail_close;
+	*out = io;
+	return 0;
+
+fail_close:
+	close(io->fd);
+fail_free:
+	free(io);
+	return err;
+}
+
+void io_udp_close(struct io_udp *io)
+{
+	if (!io)
+		return;
+	for (uint32_t i = 0; i < io->nsports; i++) {
+		if (io->sports[i].fd >= 0)
+			close(io->sports[i].fd);
+	}
+	free(io->sports);
+	io_steer_leave(io->steer, io->fd); /* closes io->fd at the right moment */
+	free(io);
+}
+
+uint8_t io_udp_slot(const struct io_udp *io)
+{
+	return io_steer_slot(io->steer);
+}
+
+uint16_t io_udp_port(const struct io_udp *io)
+{
+	return io->port;
+}
+
+int io_udp_fd(const struct io_udp *io)
+{
+	return io->fd;
+}
+
+/* ---- receive ---- */
+
+static void to_mapped(uint8_t *dst, const void *v4)
+{
+	memcpy(dst, v4mapped_prefix, 12);
+	memcpy(dst + 12, v4, 4);
+}
+
+/* Fills the addressing of pkt from the sender's name and the control messages. */
+static void fill_rx(struct io_udp *io, struct io_pkt *pkt, const struct msghdr *mh)
+{
+	bool have_dst = false;
+
+	pkt->ipv6 = io->family == AF_INET6;
+	pkt->dport = io->port;
+	pkt->tos = 0;
+	pkt->ttl = 0;
+	if (io->family == AF_INET) {
+		const struct sockaddr_in *sin = mh->msg_name;
+		to_mapped(pkt->src, &sin->sin_addr);
+		pkt->sport = ntohs(sin->sin_port);
+	} else {
+		const struct sockaddr_in6 *sin6 = mh->msg_name;
+		memcpy(pkt->src, &sin6->sin6_addr, 16);
+		pkt->sport = ntohs(sin6->sin6_port);
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR((struct msghdr *)mh, c)) {
+		const unsigned char *d = CMSG_DATA(c);
+		int v;
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+			memcpy(&pi, d, sizeof(pi));
+			to_mapped(pkt->dst, &pi.ipi_addr); /* the header's destination */
+			have_dst = true;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			pkt->tos = d[0]; /* one byte (ip_cmsg_recv_tos) */
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			memcpy(&v, d, sizeof(v));
+			pkt->ttl = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+			memcpy(&pi, d, sizeof(pi));
+			memcpy(pkt->dst, &pi.ipi6_addr, 16);
+			have_dst = true;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+			memcpy(&v, d, sizeof(v));
+			pkt->tos = (uint8_t)v;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+			memcpy(&v, d, sizeof(v));
+			pkt->ttl = (uint8_t)v;
+		}
+	}
+	if (!have_dst) {
+		/* The socket is bound to one address, so that is where the packet went. */
+		memcpy(pkt->dst, io->addr, 16);
+		cnt_add(io, IO_UDP_C_rx_no_pktinfo, 1);
+	}
+}
+
+int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
+{
+	uint64_t bytes = 0;
+	int got, out = 0;
+
+	if (!io || !pkts || n < 0)
+		return -EINVAL;
+	if (n > IO_UDP_BATCH)
+		n = IO_UDP_BATCH;
+	for (int i = 0; i < n; i++) {
+		if (!pkts[i].buf || pkts[i].cap == 0)
+			return -EINVAL;
+		io->rx_iov[i].iov_base = pkts[i].buf;
+		io->rx_iov[i].iov_len = pkts[i].cap;
+		io->rx_msg[i].msg_hdr = (struct msghdr){
+		    .msg_name = &io->rx_name[i],
+		    .msg_namelen = sizeof(io->rx_name[i]),
+		    .msg_iov = &io->rx_iov[i],
+		    .msg_iovlen = 1,
+		    .msg_control = io->rx_ctl[i].buf,
+		    .msg_controllen = sizeof(io->rx_ctl[i].buf),
+		};
+	}
+	if (n == 0)
+		return 0;
+	got = recvmmsg(io->fd, io->rx_msg, (unsigned)n, MSG_DONTWAIT, NULL);
+	if (got < 0) {
+		int err = errno;
+		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
+			io_steer_rx_done(io->steer);
+			return 0;
+		}
+		cnt_add(io, IO_UDP_C_rx_errors, 1);
+		return -err;
+	}
+	for (int i = 0; i < got; i++) {
+		const struct msghdr *mh = &io->rx_msg[i].msg_hdr;
+		size_t len = io->rx_msg[i].msg_len;
+
+		if (mh->msg_flags & MSG_TRUNC) {
+			cnt_add(io, IO_UDP_C_rx_truncated, 1);
+			continue;
+		}
+		if (len < BTH_LEN) {
+			cnt_add(io, IO_UDP_C_rx_runt, 1);
+			continue;
+		}
+		if (io_steer_rx(io->steer, pkts[i].buf, len) != IO_STEER_DELIVER)
+			continue;
+		pkts[i].len = len;
+		fill_rx(io, &pkts[i], mh);
+		bytes += len;
+		if (i != out) {
+			/* Close the gap left by dropped datagrams by moving whole entries (each
+			 * keeps its buffer): no copy of packet bytes (io.h). */
+			struct io_pkt tmp = pkts[out];
+			pkts[out] = pkts[i];
+			pkts[i] = tmp;
+		}
+		out++;
+	}
+	cnt_add(io, IO_UDP_C_rx_packets, (uint64_t)out);
+	cnt_add(io, IO_UDP_C_rx_bytes, bytes);
+	io_steer_rx_done(io->steer);
+	return out;
+}
+
+/* ---- send ---- */
+
+static int sport_find(const struct io_udp *io, uint16_t port)
+{
+	uint32_t lo = 0, hi = io->nsports;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (io->sports[mid].port < port)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < io->nsports && io->sports[lo].port == port ? (int)lo : -1 - (int)lo;
+}
+
+/* The socket a packet with source port `port` leaves from; *unbound when none was taken. */
+static int sport_fd(const struct io_udp *io, uint16_t port, bool *unbound)
+{
+	*unbound = false;
+	if (port == io->port)
+		return io->fd;
+	int i = sport_find(io, port);
+	if (i < 0) {
+		*unbound = true;
+		return io->fd;
+	}
+	return io->sports[i].fd >= 0 ? io->sports[i].fd : io->fd;
+}
+
+/* Prepares the message for pkt in slot m; false when its destination is unusable. */
+static bool build_tx(struct io_udp *io, int m, const struct io_pkt *pkt)
+{
+	socklen_t nl = make_sockaddr(io->family, pkt->dst, pkt->dport, &io->tx_name[m]);
+	struct msghdr *mh = &io->tx_msg[m].msg_hdr;
+	struct cmsghdr *c;
+	int tos = pkt->tos, ttl = pkt->ttl;
+	int lvl = io->family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+
+	if (!nl)
+		return false;
+	io->tx_iov[m].iov_base = pkt->buf;
+	io->tx_iov[m].iov_len = pkt->len;
+	*mh = (struct msghdr){
+	    .msg_name = &io->tx_name[m],
+	    .msg_namelen = nl,
+	    .msg_iov = &io->tx_iov[m],
+	    .msg_iovlen = 1,
+	    .msg_control = io->tx_ctl[m].buf,
+	    .msg_controllen = ttl ? 2 * CMSG_SPACE(sizeof(int)) : CMSG_SPACE(sizeof(int)),
+	};
+	/* Per-packet TOS/TTL as ancillary data (ip_cmsg_send / ip6_datagram_send_ctl): the AH of
+	 * each QP may ask for a different traffic class and hop limit. */
+	c = CMSG_FIRSTHDR(mh);
+	c->cmsg_level = lvl;
+	c->cmsg_type = io->family == AF_INET ? IP_TOS : IPV6_TCLASS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &tos, sizeof(int));
+	if (ttl) {
+		c = CMSG_NXTHDR(mh, c);
+		c->cmsg_level = lvl;
+		c->cmsg_type = io->family == AF_INET ? IP_TTL : IPV6_HOPLIMIT;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &ttl, sizeof(int));
+	}
+	return true;
+}
+
+static enum io_udp_counter tx_reason(int err)
+{
+	switch (err) {
+	case EAGAIN:
+		return IO_UDP_C_tx_drop_again;
+	case ENOBUFS:
+		return IO_UDP_C_tx_drop_nobufs;
+	case EMSGSIZE:
+		return IO_UDP_C_tx_drop_msgsize;
+	case ENETUNREACH:
+	case EHOSTUNREACH:
+	case ENETDOWN:
+	case EHOSTDOWN:
+	case EADDRNOTAVAIL:
+	case ECONNREFUSED:
+	case EPERM:
+	case EACCES:
+		return IO_UDP_C_tx_drop_unreach;
+	default:
+		return IO_UDP_C_tx_drop_other;
+	}
+}
+
+/* Sends messages [0, m) on fd; returns how many the kernel took. */
+static int send_run(struct io_udp *io, int fd, int m)
+{
+	int off = 0, sent = 0;
+	while (off < m) {
+		int r = sendmmsg(fd, io->tx_msg + off, (unsigned)(m - off), MSG_DONTWAIT);
+		if (r > 0) {
+			for (int j = off; j < off + r; j++)
+				cnt_add(io, IO_UDP_C_tx_bytes, io->tx_iov[j].iov_len);
+			off += r;
+			sent += r;
+			continue;
+		}
+		int err = r < 0 ? errno : EAGAIN;
+		if (err == EINTR)
+			continue;
+		if (err == EWOULDBLOCK)
+			err = EAGAIN;
+		if (err == EAGAIN || err == ENOBUFS) {
+			/* The queue is full: the rest would fail too. Never block (io.h). */
+			cnt_add(io, tx_reason(err), (uint64_t)(m - off));
+			break;
+		}
+		/* A per-packet error stops sendmmsg at that packet: count it, go on after it. */
+		cnt_add(io, tx_reason(err), 1);
+		off++;
+	}
+	cnt_add(io, IO_UDP_C_tx_packets, (uint64_t)sent);
+	return sent;
+}
+
+int io_udp_send(struct io_udp *io, const struct io_pkt *pkts, int n)
+{
+	int sent = 0, i = 0;
+
+	if (!io || n < 0 || (n > 0 && !pkts))
+		return -EINVAL;
+	while (i < n) {
+		uint16_t sport = pkts[i].sport;
+		bool unbound;
+		int fd = sport_fd(io, sport, &unbound);
+		int m = 0, taken = 0;
+		while (i + taken < n && m < IO_UDP_BATCH && pkts[i + taken].sport == sport) {
+			if (build_tx(io, m, &pkts[i + taken]))
+				m++;
+			else
+				cnt_add(io, IO_UDP_C_tx_drop_badaddr, 1);
+			taken++;
+		}
+		if (unbound)
+			cnt_add(io, IO_UDP_C_tx_sport_unbound, (uint64_t)taken);
+		if (m)
+			sent += send_run(io, fd, m);
+		i += taken;
+	}
+	return sent;
+}
+
+int io_udp_sport_get(struct io_udp *io, uint16_t sport)
+{
+	struct sport_ent ent = {.port = sport, .refs = 1, .fd = -1};
+	struct sockaddr_in6 sa;
+	socklen_t salen;
+	int i, err;
+
+	if (!io || sport == 0)
+		return -EINVAL;
+	if (sport == io->port)
+		return 0;
+	i = sport_find(io, sport);
+	if (i >= 0) {
+		io->sports[i].refs++;
+		return io->sports[i].fd >= 0 ? 0 : 1;
+	}
+	i = -1 - i;
+	if (io->nsports == io->capsports) {
+		uint32_t cap = io->capsports ? 2 * io->capsports : 16;
+		struct sport_ent *s = realloc(io->sports, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		io->sports = s;
+		io->capsports = cap;
+	}
+	err = make_socket(io, false, &ent.fd);
+	if (err)
+		return err;
+	salen = make_sockaddr(io->family, io->addr, sport, &sa);
+	if (bind(ent.fd, (const struct sockaddr *)&sa, salen) != 0) {
+		err = -errno;
+		close(ent.fd);
+		ent.fd = -1;
+		if (err != -EADDRINUSE && err != -EACCES)
+			return err;
+		/* Someone outside our reuse rules holds the port (io.h): use the main socket. */
+		cnt_add(io, IO_UDP_C_sport_fallback, 1);
+	}
+	memmove(&io->sports[i + 1], &io->sports[i], (io->nsports - (uint32_t)i) * sizeof(ent));
+	io->sports[i] = ent;
+	io->nsports++;
+	return ent.fd >= 0 ? 0 : 1;
+}
+
+void io_udp_sport_put(struct io_udp *io, uint16_t sport)
+{
+	int i;
+	if (!io || sport == io->port)
+		return;
+	i = sport_find(io, sport);
+	if (i < 0 || --io->sports[i].refs > 0)
+		return;
+	if (io->sports[i].fd >= 0)
+		close(io->sports[i].fd);
+	memmove(&io->sports[i], &io->sports[i + 1],
+		(io->nsports - (uint32_t)i - 1) * sizeof(io->sports[0]));
+	io->nsports--;
+}
+
+/* ---- steering, counters ---- */
+
+int io_udp_service(struct io_udp *io)
+{
+	if (!io)
+		return -EINVAL;
+	return io_steer_service(io->steer);
+}
+
+uint64_t io_udp_next_service_ns(const struct io_udp *io)
+{
+	return io_steer_next_ns(io->steer);
+}
+
+void io_udp_info(const struct io_udp *io, struct io_udp_info *info)
+{
+	io_steer_info(io->steer, info);
+}
+
+void io_udp_counters(const struct io_udp *io, uint64_t out[IO_UDP_NCOUNTERS])
+{
+	for (int i = 0; i < IO_UDP_NCOUNTERS; i++)
+		out[i] = atomic_load_explicit(&io->cnt[i], memory_order_relaxed);
+}
+
+const char *io_udp_counter_name(enum io_udp_counter c)
+{
+	return (unsigned)c < IO_UDP_NCOUNTERS ? counter_names[c] : NULL;
+}
+
+const char *io_udp_counter_desc(enum io_udp_counter c)
+{
+	return (unsigned)c < IO_UDP_NCOUNTERS ? counter_descs[c] : NULL;
+}
