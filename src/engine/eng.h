@@ -19,10 +19,10 @@
 
 #include "wire/roce/roce.h"
 
-#define ENG_MAX_SGE 16
-#define ENG_MAX_INLINE 256 /* bytes; inline data is copied into the WQE at post time */
+#define ENG_MAX_SGE	  16
+#define ENG_MAX_INLINE	  256 /* bytes; inline data is copied into the WQE at post time */
 #define ENG_MAX_RD_ATOMIC 16
-#define ENG_MAX_MSG_SIZE (1u << 31) /* 2 GiB, as rxe */
+#define ENG_MAX_MSG_SIZE  (1u << 31) /* 2 GiB, as rxe */
 
 struct eng_qp;
 
@@ -33,14 +33,14 @@ struct eng_qp;
  * cleared by the engine at that moment (one event per arm, as verbs requires). */
 struct eng_cq {
 	struct ibv_wc *ring;
-	uint32_t mask;       /* ring size - 1 (power of two) */
-	uint32_t head;       /* next to poll (free-running) */
-	uint32_t tail;       /* next to fill (free-running) */
-	uint32_t cqe;        /* capacity the user asked for */
-	bool overflow;       /* a completion was lost: CQ is in error (IBV_EVENT_CQ_ERR) */
-	uint8_t armed;       /* 0 no, 1 next completion, 2 solicited only */
+	uint32_t mask; /* ring size - 1 (power of two) */
+	uint32_t head; /* next to poll (free-running) */
+	uint32_t tail; /* next to fill (free-running) */
+	uint32_t cqe;  /* capacity the user asked for */
+	bool overflow; /* a completion was lost: CQ is in error (IBV_EVENT_CQ_ERR) */
+	uint8_t armed; /* 0 no, 1 next completion, 2 solicited only */
 	void (*notify)(struct eng_cq *cq);
-	void *owner;         /* for the notify callback */
+	void *owner; /* for the notify callback */
 };
 
 /* Allocates a ring for at least `cqe` completions. Returns 0, -EINVAL, -ENOMEM. */
@@ -72,7 +72,7 @@ struct eng_rq {
 	uint32_t mask, head, tail; /* free-running indices */
 	uint32_t max_wr, max_sge;
 	bool is_srq;
-	uint32_t limit;            /* SRQ limit (0 = not armed); on dropping below: limit_event */
+	uint32_t limit; /* SRQ limit (0 = not armed); on dropping below: limit_event */
 	void (*limit_event)(struct eng_rq *rq);
 	void *owner;
 };
@@ -111,31 +111,31 @@ struct eng_env {
 /* ---- queue pair ---- */
 
 struct eng_qp_init {
-	enum ibv_qp_type type;     /* IBV_QPT_RC (UC/UD later) */
+	enum ibv_qp_type type; /* IBV_QPT_RC (UC/UD later) */
 	uint32_t qpn;
-	uint32_t pd;               /* PD handle passed back to mem_resolve */
+	uint32_t pd; /* PD handle passed back to mem_resolve */
 	uint32_t max_send_wr, max_send_sge, max_inline;
 	uint32_t max_recv_wr, max_recv_sge; /* ignored with srq */
-	struct eng_rq *srq;        /* NULL: the QP gets its own receive queue */
+	struct eng_rq *srq;		    /* NULL: the QP gets its own receive queue */
 	struct eng_cq *send_cq, *recv_cq;
 	bool sq_sig_all;
-	void *user;                /* caller's pointer, returned by eng_qp_user() */
+	void *user; /* caller's pointer, returned by eng_qp_user() */
 };
 
 /* Attributes the engine acts on. The caller (obj/) validates verbs attribute masks and the
  * state machine, keeps the full attribute set, and passes it whole. */
 struct eng_qp_attr {
 	uint32_t dest_qpn;
-	uint32_t sq_psn;           /* next PSN the requester sends */
-	uint32_t rq_psn;           /* next PSN the responder expects */
-	uint32_t pmtu;             /* bytes: 256..4096 */
-	unsigned access;           /* IBV_ACCESS_REMOTE_{WRITE,READ,ATOMIC} for inbound requests */
-	uint8_t timeout;           /* local ACK timeout exponent; 0 = none */
-	uint8_t retry_cnt;         /* 0..7 */
-	uint8_t rnr_retry;         /* 0..7, 7 = infinite */
-	uint8_t min_rnr_timer;     /* RNR NAK timer code we send */
-	uint8_t max_rd_atomic;     /* ORD: outstanding READ/ATOMIC we may issue */
-	uint8_t max_dest_rd_atomic;/* IRD: responder resources */
+	uint32_t sq_psn;	    /* next PSN the requester sends */
+	uint32_t rq_psn;	    /* next PSN the responder expects */
+	uint32_t pmtu;		    /* bytes: 256..4096 */
+	unsigned access;	    /* IBV_ACCESS_REMOTE_{WRITE,READ,ATOMIC} for inbound requests */
+	uint8_t timeout;	    /* local ACK timeout exponent; 0 = none */
+	uint8_t retry_cnt;	    /* 0..7 */
+	uint8_t rnr_retry;	    /* 0..7, 7 = infinite */
+	uint8_t min_rnr_timer;	    /* RNR NAK timer code we send */
+	uint8_t max_rd_atomic;	    /* ORD: outstanding READ/ATOMIC we may issue */
+	uint8_t max_dest_rd_atomic; /* IRD: responder resources */
 	uint16_t pkey;
 };
 
@@ -157,6 +157,8 @@ void eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr);
  * (IBV_EVENT_SQ_DRAINED). */
 void eng_qp_set_state(struct eng_qp *qp, enum ibv_qp_state state, uint64_t now_ns);
 enum ibv_qp_state eng_qp_state(const struct eng_qp *qp);
+/* "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" (for logs); "?" for other values. */
+const char *eng_qp_state_name(enum ibv_qp_state state);
 
 /* Posts a chain of send WRs (verbs semantics: ibv_post_send(3)). Returns 0, or -EINVAL (bad
  * opcode for the QP type, too many SGEs, inline too long, QP not in RTS/SQD/ERR) / -ENOMEM
@@ -176,7 +178,7 @@ void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns
 /* Produces the next packet to send, if any: fills *out and copies its payload into `buf`
  * (at least attr.pmtu bytes; out->payload points there). Returns 1 if a packet was produced,
  * 0 if nothing is due now. Retransmissions, ACKs/NAKs, read responses and new requests all
- * come out here, responses first. */
+ * come out here, responses first. Returns -EINVAL if buf_cap < attr.pmtu. */
 int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		  size_t buf_cap);
 
@@ -188,31 +190,35 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
 /* ---- counters (DESIGN.md decision 8) ---- */
 
 /* Every drop, retry and error the engine sees, per QP. X(name, description). */
-#define ENG_COUNTERS(X)                                                                    \
-	X(tx_packets, "packets produced")                                                  \
-	X(rx_packets, "packets accepted")                                                  \
-	X(retransmits, "request packets sent again (go-back-N)")                           \
-	X(ack_timeouts, "local ACK timer expiries")                                        \
-	X(seq_naks_sent, "NAK PSN sequence error sent")                                    \
-	X(seq_naks_rcvd, "NAK PSN sequence error received")                                \
-	X(rnr_naks_sent, "RNR NAKs sent (no receive WQE)")                                 \
-	X(rnr_naks_rcvd, "RNR NAKs received")                                              \
-	X(dup_requests, "duplicate requests received")                                     \
-	X(dup_reads_replayed, "duplicate READs re-executed")                               \
-	X(dup_atomics_replayed, "duplicate atomics answered from the saved result")         \
-	X(naks_sent, "NAKs sent: invalid request, remote access, remote operational")      \
-	X(naks_rcvd, "fatal NAKs received")                                                \
-	X(drop_bad_state, "packets dropped: QP state does not receive")                   \
-	X(drop_bad_opcode, "packets dropped: opcode not valid for the QP or sequence")     \
-	X(drop_out_of_window, "packets dropped: PSN outside any window")                   \
-	X(drop_unexpected_ack, "responses dropped: nothing outstanding matches")           \
-	X(drop_bad_length, "packets dropped: inconsistent lengths")
+#define ENG_COUNTERS(X)                                                                            \
+	X(tx_packets, "packets produced")                                                          \
+	X(rx_packets, "packets accepted")                                                          \
+	X(retransmits, "request packets sent again (go-back-N)")                                   \
+	X(ack_timeouts, "local ACK timer expiries")                                                \
+	X(seq_naks_sent, "NAK PSN sequence error sent")                                            \
+	X(seq_naks_rcvd, "NAK PSN sequence error received")                                        \
+	X(rnr_naks_sent, "RNR NAKs sent (no receive WQE)")                                         \
+	X(rnr_naks_rcvd, "RNR NAKs received")                                                      \
+	X(dup_requests, "duplicate requests received")                                             \
+	X(dup_reads_replayed, "duplicate READs re-executed")                                       \
+	X(dup_atomics_replayed, "duplicate atomics answered from the saved result")                \
+	X(naks_sent, "NAKs sent: invalid request, remote access, remote operational")              \
+	X(naks_rcvd, "fatal NAKs received")                                                        \
+	X(drop_bad_state, "packets dropped: QP state does not receive")                            \
+	X(drop_bad_opcode, "packets dropped: opcode not valid for the QP or sequence")             \
+	X(drop_out_of_window, "packets dropped: PSN outside any window")                           \
+	X(drop_unexpected_ack, "responses dropped: nothing outstanding matches")                   \
+	X(drop_bad_length, "packets dropped: inconsistent lengths")                                \
+	X(drop_psn_gap, "requests dropped: PSN ahead of the expected one")                         \
+	X(drop_dup_unmatched, "duplicate READ/ATOMIC dropped: no matching resource")               \
+	X(drop_resp_busy, "requests dropped: response queue full (peer retries)")                  \
+	X(implicit_naks, "retries started by a response passing an unanswered READ/ATOMIC")
 
 enum eng_counter {
 #define ENG_COUNTER_ENUM(name, desc) ENG_CNT_##name,
 	ENG_COUNTERS(ENG_COUNTER_ENUM)
 #undef ENG_COUNTER_ENUM
-	ENG_CNT__COUNT
+	    ENG_CNT__COUNT
 };
 extern const char *const eng_counter_names[ENG_CNT__COUNT];
 const uint64_t *eng_qp_counters(const struct eng_qp *qp);

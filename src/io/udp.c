@@ -150,12 +150,16 @@ static int make_socket(const struct io_udp *io, bool main, int *out)
 		if (!err && main)
 			err = setopt_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
 	}
-	/* Buffer sizes are hints: the kernel clamps them to its limits, never fails them. */
-	if (!err && main && io->rcvbuf > 0)
+	/* Buffer sizes are hints: the kernel clamps them to its limits, never fails them. The
+	 * receive buffer bounds what a burst can deliver before the progress loop runs; past it
+	 * the kernel drops and RC has to retransmit, so ask beyond net.core.rmem_max when we
+	 * may (SO_RCVBUFFORCE needs CAP_NET_ADMIN). */
+	if (!err && main && io->rcvbuf > 0 &&
+	    setopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, io->rcvbuf) != 0)
 		setopt_int(fd, SOL_SOCKET, SO_RCVBUF, io->rcvbuf);
 	if (!err && !main)
 		setopt_int(fd, SOL_SOCKET, SO_RCVBUF, SPORT_RCVBUF);
-	if (!err && io->sndbuf > 0)
+	if (!err && io->sndbuf > 0 && setopt_int(fd, SOL_SOCKET, SO_SNDBUFFORCE, io->sndbuf) != 0)
 		setopt_int(fd, SOL_SOCKET, SO_SNDBUF, io->sndbuf);
 	if (err) {
 		close(fd);

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define MR_KNOWN_ACCESS                                                                    \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |        \
+#define MR_KNOWN_ACCESS                                                                            \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)
 
 int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap)

@@ -21,17 +21,17 @@ const char *obj_qp_state_name(enum ibv_qp_state s);
 /* One registered region. lkey == rkey == key: (table index << 8) | key byte; the key byte
  * changes with every registration in a slot, so a stale key does not reach a new region. */
 struct obj_mr {
-	uint64_t iova;     /* address the peer and the SGEs use for the first byte */
-	uint8_t *addr;     /* host address of the first byte */
+	uint64_t iova; /* address the peer and the SGEs use for the first byte */
+	uint8_t *addr; /* host address of the first byte */
 	uint64_t length;
-	unsigned access;   /* IBV_ACCESS_* */
-	uint32_t pd;       /* protection domain handle */
+	unsigned access; /* IBV_ACCESS_* */
+	uint32_t pd;	 /* protection domain handle */
 	uint32_t key;
 };
 
 struct obj_mr_table {
 	struct obj_mr **slots;
-	uint8_t *gen;      /* key byte last used per slot */
+	uint8_t *gen; /* key byte last used per slot */
 	uint32_t cap;
 	uint32_t used;
 };

@@ -13,79 +13,95 @@ struct qp_transition {
 	int opt[T__COUNT];
 };
 
-#define RTS_OPT_RC                                                                         \
-	(IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |  \
+#define RTS_OPT_RC                                                                                 \
+	(IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |        \
 	 IBV_QP_MIN_RNR_TIMER)
-#define RTS_OPT_UC (IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
+#define RTS_OPT_UC                                                                                 \
+	(IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
 #define UD_OPT (IBV_QP_CUR_STATE | IBV_QP_QKEY)
 
-static const struct qp_transition transitions[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
-	[IBV_QPS_RESET] = {
+static const struct qp_transition transitions[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] =
+    {
+	[IBV_QPS_RESET] =
+	    {
 		[IBV_QPS_RESET] = {.valid = true},
 		[IBV_QPS_INIT] = {.valid = true,
-				  .req = {[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-					  [T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				  .req = {[T_RC] =
+					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+					  [T_UC] =
+					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
 					  [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
-	},
-	[IBV_QPS_INIT] = {
+	    },
+	[IBV_QPS_INIT] =
+	    {
 		[IBV_QPS_INIT] = {.valid = true,
-				  .opt = {[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-					  [T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				  .opt = {[T_RC] =
+					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+					  [T_UC] =
+					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
 					  [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
-		[IBV_QPS_RTR] = {.valid = true,
-				 .req = {[T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-						  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-						  IBV_QP_MIN_RNR_TIMER,
-					 [T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-						  IBV_QP_RQ_PSN},
-				 .opt = {[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-						  IBV_QP_PKEY_INDEX,
-					 [T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-						  IBV_QP_PKEY_INDEX,
-					 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
-	},
-	[IBV_QPS_RTR] = {
+		[IBV_QPS_RTR] =
+		    {.valid = true,
+		     .req =
+			 {[T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			  [T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN},
+		     .opt = {[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+			     [T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+			     [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
+	    },
+	[IBV_QPS_RTR] =
+	    {
 		[IBV_QPS_RTS] = {.valid = true,
-				 .req = {[T_RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				 .req = {[T_RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						  IBV_QP_RNR_RETRY |
 						  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
 					 [T_UC] = IBV_QP_SQ_PSN,
 					 [T_UD] = IBV_QP_SQ_PSN},
-				 .opt = {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
-	},
-	[IBV_QPS_RTS] = {
-		[IBV_QPS_RTS] = {.valid = true,
-				 .opt = {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
+				 .opt =
+				     {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
+	    },
+	[IBV_QPS_RTS] =
+	    {
+		[IBV_QPS_RTS] =
+		    {.valid = true,
+		     .opt = {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
 		[IBV_QPS_SQD] = {.valid = true,
 				 .opt = {[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 					 [T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 					 [T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY}},
-	},
-	[IBV_QPS_SQD] = {
-		[IBV_QPS_RTS] = {.valid = true,
-				 .opt = {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
+	    },
+	[IBV_QPS_SQD] =
+	    {
+		[IBV_QPS_RTS] =
+		    {.valid = true,
+		     .opt = {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
 		[IBV_QPS_SQD] = {.valid = true,
-				 .opt = {[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_ALT_PATH |
-						  IBV_QP_ACCESS_FLAGS | IBV_QP_TIMEOUT |
-						  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-						  IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
-						  IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE |
-						  IBV_QP_AV | IBV_QP_PORT,
-					 [T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_ALT_PATH |
-						  IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE |
-						  IBV_QP_AV | IBV_QP_PORT,
+				 .opt = {[T_RC] =
+					     IBV_QP_PKEY_INDEX | IBV_QP_ALT_PATH |
+					     IBV_QP_ACCESS_FLAGS |
+					     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					     IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+					     IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE |
+					     IBV_QP_AV | IBV_QP_PORT,
+					 [T_UC] =
+					     IBV_QP_PKEY_INDEX | IBV_QP_ALT_PATH |
+					     IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE |
+					     IBV_QP_AV | IBV_QP_PORT,
 					 [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
-	},
-	[IBV_QPS_SQE] = {
-		[IBV_QPS_RTS] = {.valid = true,
-				 .opt = {[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,
-					 [T_UD] = UD_OPT}},
-	},
+	    },
+	[IBV_QPS_SQE] =
+	    {
+		[IBV_QPS_RTS] =
+		    {.valid = true,
+		     .opt = {[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS, [T_UD] = UD_OPT}},
+	    },
 };
 
 static const char *const state_names[] = {
-	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
-	[IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
-	[IBV_QPS_ERR] = "ERR",
+    [IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
+    [IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",	[IBV_QPS_SQE] = "SQE",
+    [IBV_QPS_ERR] = "ERR",
 };
 
 const char *obj_qp_state_name(enum ibv_qp_state s)

@@ -11,7 +11,9 @@ int main(void)
 	struct obj_mr_table t;
 	static uint8_t buf[4096];
 	REQUIRE(obj_mr_table_init(&t, 16) == 0);
-	struct obj_mr mr = {.iova = 0x10000, .addr = buf, .length = sizeof(buf),
+	struct obj_mr mr = {.iova = 0x10000,
+			    .addr = buf,
+			    .length = sizeof(buf),
 			    .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
 			    .pd = 7};
 	REQUIRE(obj_mr_add(&t, &mr) == 0);
@@ -22,7 +24,8 @@ int main(void)
 	      buf);
 	CHECK(obj_mr_resolve(&t, 7, mr.key, true, 0x10ff0, 16, IBV_ACCESS_REMOTE_READ, &err) ==
 	      buf + 0xff0);
-	CHECK(obj_mr_resolve(&t, 7, mr.key, false, 0x10000, 1, IBV_ACCESS_LOCAL_WRITE, &err) == buf);
+	CHECK(obj_mr_resolve(&t, 7, mr.key, false, 0x10000, 1, IBV_ACCESS_LOCAL_WRITE, &err) ==
+	      buf);
 	/* Access not granted. */
 	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, 0x10000, 8, IBV_ACCESS_REMOTE_WRITE, &err));
 	CHECK_EQ(err, -EACCES);
@@ -41,7 +44,8 @@ int main(void)
 	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, 0x10010, UINT64_MAX - 8, IBV_ACCESS_REMOTE_READ,
 			      &err));
 	CHECK_EQ(err, -ERANGE);
-	CHECK(!obj_mr_resolve(&t, 7, mr.key, true, UINT64_MAX - 4, 8, IBV_ACCESS_REMOTE_READ, &err));
+	CHECK(
+	    !obj_mr_resolve(&t, 7, mr.key, true, UINT64_MAX - 4, 8, IBV_ACCESS_REMOTE_READ, &err));
 	CHECK_EQ(err, -ERANGE);
 	/* Zero length needs no key. */
 	CHECK(!obj_mr_resolve(&t, 7, 0, true, 0, 0, IBV_ACCESS_REMOTE_WRITE, &err));

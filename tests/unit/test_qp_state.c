@@ -4,11 +4,11 @@
 #include "obj/obj.h"
 
 #define INIT_MASK (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
-#define RTR_MASK                                                                           \
-	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |      \
+#define RTR_MASK                                                                                   \
+	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |            \
 	 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-#define RTS_MASK                                                                           \
-	(IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | \
+#define RTS_MASK                                                                                   \
+	(IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |     \
 	 IBV_QP_MAX_QP_RD_ATOMIC)
 
 static void required_bits_each_missing(enum ibv_qp_state from, enum ibv_qp_state to, int mask)
@@ -33,8 +33,9 @@ int main(void)
 	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR,
 				     RTR_MASK | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX),
 		 0);
-	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, RTR_MASK | IBV_QP_SQ_PSN),
-		 -EINVAL);
+	CHECK_EQ(
+	    obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, RTR_MASK | IBV_QP_SQ_PSN),
+	    -EINVAL);
 	/* librdmacm re-applies INIT attributes INIT->INIT. */
 	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_INIT,
 				     IBV_QP_STATE | IBV_QP_ACCESS_FLAGS),
@@ -50,14 +51,17 @@ int main(void)
 	for (int s = IBV_QPS_RESET; s <= IBV_QPS_ERR; s++) {
 		CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, s, IBV_QPS_ERR, IBV_QP_STATE), 0);
 		CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, s, IBV_QPS_RESET, IBV_QP_STATE), 0);
-		CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, s, IBV_QPS_ERR, IBV_QP_STATE | IBV_QP_SQ_PSN),
-			 -EINVAL);
+		CHECK_EQ(
+		    obj_qp_check_modify(IBV_QPT_RC, s, IBV_QPS_ERR, IBV_QP_STATE | IBV_QP_SQ_PSN),
+		    -EINVAL);
 	}
 	/* RTS <-> SQD, and RTS->RTS attribute changes. */
 	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QP_STATE), 0);
 	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_SQD, IBV_QPS_RTS, IBV_QP_STATE), 0);
-	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_RTS, IBV_QPS_RTS, IBV_QP_MIN_RNR_TIMER), 0);
-	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_RTS, IBV_QPS_RTS, IBV_QP_PATH_MTU), -EINVAL);
+	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_RTS, IBV_QPS_RTS, IBV_QP_MIN_RNR_TIMER),
+		 0);
+	CHECK_EQ(obj_qp_check_modify(IBV_QPT_RC, IBV_QPS_RTS, IBV_QPS_RTS, IBV_QP_PATH_MTU),
+		 -EINVAL);
 	/* UD needs a Q_Key at INIT, and no AV at RTR. */
 	CHECK_EQ(obj_qp_check_modify(IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT,
 				     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),

@@ -12,19 +12,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ROCE_UDP_PORT 4791
-#define ROCE_BTH_LEN 12
-#define ROCE_RETH_LEN 16
-#define ROCE_AETH_LEN 4
-#define ROCE_ATOMICETH_LEN 28
+#define ROCE_UDP_PORT	      4791
+#define ROCE_BTH_LEN	      12
+#define ROCE_RETH_LEN	      16
+#define ROCE_AETH_LEN	      4
+#define ROCE_ATOMICETH_LEN    28
 #define ROCE_ATOMICACKETH_LEN 8
-#define ROCE_IMMDT_LEN 4
-#define ROCE_IETH_LEN 4
-#define ROCE_DETH_LEN 8
-#define ROCE_ICRC_LEN 4
-#define ROCE_MAX_HDR_LEN 80 /* rxe RXE_MAX_HDR_LENGTH: worst case BTH..ext headers */
-#define ROCE_DEFAULT_PKEY 0xFFFF
-#define ROCE_GSI_QKEY 0x80010000u
+#define ROCE_IMMDT_LEN	      4
+#define ROCE_IETH_LEN	      4
+#define ROCE_DETH_LEN	      8
+#define ROCE_ICRC_LEN	      4
+#define ROCE_MAX_HDR_LEN      80 /* rxe RXE_MAX_HDR_LENGTH: worst case BTH..ext headers */
+#define ROCE_DEFAULT_PKEY     0xFFFF
+#define ROCE_GSI_QKEY	      0x80010000u
 
 /* BTH opcodes (IBTA 9.2, table "OpCode field"; values from ib_pack.h). RC shown; UC = +0x20
  * for SEND and WRITE, UD SEND ONLY = 0x64/0x65, CNP = 0x81. */
@@ -102,16 +102,16 @@ enum roce_transport {
 
 /* One row of the opcode table: protocol facts about one BTH opcode. */
 struct roce_opinfo {
-	const char *name;       /* "RC SEND FIRST", as tshark shows it */
+	const char *name; /* "RC SEND FIRST", as tshark shows it */
 	uint8_t opcode;
-	uint8_t transport;      /* enum roce_transport */
-	uint8_t kind;           /* enum roce_kind */
-	uint8_t pos;            /* enum roce_pos bits */
-	uint16_t hdrs;          /* enum roce_hdr_bits */
-	uint8_t hdr_len;        /* bytes of BTH + extended headers */
-	bool payload;           /* may carry payload bytes */
-	bool imm;               /* carries ImmDt (shortcut of hdrs & ROCE_HDR_IMMDT) */
-	bool inv;               /* carries IETH */
+	uint8_t transport; /* enum roce_transport */
+	uint8_t kind;	   /* enum roce_kind */
+	uint8_t pos;	   /* enum roce_pos bits */
+	uint16_t hdrs;	   /* enum roce_hdr_bits */
+	uint8_t hdr_len;   /* bytes of BTH + extended headers */
+	bool payload;	   /* may carry payload bytes */
+	bool imm;	   /* carries ImmDt (shortcut of hdrs & ROCE_HDR_IMMDT) */
+	bool inv;	   /* carries IETH */
 };
 
 /* The table row for an opcode, or NULL for an opcode softrdma does not know (drop it). */
@@ -119,16 +119,16 @@ const struct roce_opinfo *roce_opinfo(uint8_t opcode);
 
 struct roce_bth {
 	uint8_t opcode;
-	bool se;          /* solicited event */
-	bool mig;         /* MigReq; rxe sends 0 */
-	uint8_t padcnt;   /* 0..3 */
-	uint8_t tver;     /* must be 0 */
+	bool se;	/* solicited event */
+	bool mig;	/* MigReq; rxe sends 0 */
+	uint8_t padcnt; /* 0..3 */
+	uint8_t tver;	/* must be 0 */
 	uint16_t pkey;
 	bool fecn;
 	bool becn;
-	uint32_t dqpn;    /* 24 bits */
+	uint32_t dqpn; /* 24 bits */
 	bool ackreq;
-	uint32_t psn;     /* 24 bits */
+	uint32_t psn; /* 24 bits */
 };
 
 struct roce_reth {
@@ -138,11 +138,11 @@ struct roce_reth {
 };
 
 /* AETH syndrome (IBTA 9.7.5.1; spec 5.3). */
-#define ROCE_AETH_TYPE_MASK 0x60
-#define ROCE_AETH_ACK 0x00
-#define ROCE_AETH_RNR_NAK 0x20
-#define ROCE_AETH_NAK 0x60
-#define ROCE_AETH_VALUE_MASK 0x1F
+#define ROCE_AETH_TYPE_MASK	    0x60
+#define ROCE_AETH_ACK		    0x00
+#define ROCE_AETH_RNR_NAK	    0x20
+#define ROCE_AETH_NAK		    0x60
+#define ROCE_AETH_VALUE_MASK	    0x1F
 #define ROCE_AETH_CREDITS_UNLIMITED 0x1F
 enum roce_nak_code {
 	ROCE_NAK_PSN_SEQ = 0,
@@ -177,9 +177,9 @@ struct roce_pkt {
 	struct roce_reth reth;
 	struct roce_aeth aeth;
 	struct roce_atomiceth atomic;
-	uint64_t atomic_orig;  /* AtomicAckETH */
-	uint8_t imm[4];        /* ImmDt, wire bytes */
-	uint32_t ieth;         /* R_Key to invalidate */
+	uint64_t atomic_orig; /* AtomicAckETH */
+	uint8_t imm[4];	      /* ImmDt, wire bytes */
+	uint32_t ieth;	      /* R_Key to invalidate */
 	struct roce_deth deth;
 	const uint8_t *payload;
 	uint32_t payload_len;
@@ -188,10 +188,10 @@ struct roce_pkt {
 /* Why a packet was refused: each has a counter name (roce_err_name). */
 enum roce_parse_err {
 	ROCE_ERR_NONE = 0,
-	ROCE_ERR_TRUNCATED,      /* shorter than its opcode's headers + ICRC */
+	ROCE_ERR_TRUNCATED, /* shorter than its opcode's headers + ICRC */
 	ROCE_ERR_UNKNOWN_OPCODE,
 	ROCE_ERR_BAD_TVER,
-	ROCE_ERR_BAD_PAD,        /* PadCnt larger than the bytes after the headers */
+	ROCE_ERR_BAD_PAD,	     /* PadCnt larger than the bytes after the headers */
 	ROCE_ERR_UNEXPECTED_PAYLOAD, /* payload on an opcode that carries none */
 	ROCE_ERR__COUNT
 };
@@ -224,10 +224,10 @@ struct roce_envelope {
 	bool ipv6;
 	uint8_t src[16];
 	uint8_t dst[16];
-	uint16_t ip_id;     /* IPv4 identification as on the wire */
-	bool df;            /* IPv4 don't-fragment flag; rxe and softrdma set it */
-	uint16_t sport;     /* UDP source port */
-	uint16_t dport;     /* UDP destination port, normally 4791 */
+	uint16_t ip_id; /* IPv4 identification as on the wire */
+	bool df;	/* IPv4 don't-fragment flag; rxe and softrdma set it */
+	uint16_t sport; /* UDP source port */
+	uint16_t dport; /* UDP destination port, normally 4791 */
 };
 
 /* ICRC of a transport packet `pkt` (BTH .. pad, `len` bytes, ICRC excluded) sent in `env`.

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Measures softrdma's RoCEv2 RC figures and this machine's raw-socket floors in the same run,
+# and prints them side by side as ratios (the machines are noisy: only same-run ratios count).
+#   - 100-byte SEND round trip (p50, p99) vs raw UDP ping-pong (busy-poll both ends)
+#   - 64 KiB RDMA WRITE bandwidth vs raw UDP sends of 1472-byte datagrams, and vs UDP GSO
+# Usage: bench/run.sh [--rounds N]        (needs ../shared/bench for the floors)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=3
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds) rounds=$2; shift 2 ;;
+	-h|--help) sed -n '2,6p' "$0" | sed 's/^# //'; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+shared=../shared/bench
+[ -f "$shared/pingpong.c" ] || { echo "run.sh: $shared (the machine's floor programs) not found" >&2; exit 1; }
+scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$(nproc)" >/dev/null
+T=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+gcc -O2 -o "$T/pp" "$shared/pingpong.c" -lm
+gcc -O2 -o "$T/udp_bw" "$shared/udp_bw.c"
+field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+port=$((21000 + RANDOM % 10000))
+for r in $(seq "$rounds"); do
+	echo "round $r/$rounds" >&2
+	"$T/pp" -s -b 127.0.0.1 -p $port -P udp -M busy -C 0 & pids+=($!); sleep 0.2
+	timeout 60 "$T/pp" -c 127.0.0.1 -p $port -P udp -M busy -m 100 -n 20000 -w 2000 -C 1 > "$T/udp"
+	wait "${pids[-1]}" || true
+	echo "$(field p50 < "$T/udp") $(field p99 < "$T/udp")" >> "$T/udp_lat"
+	port=$((port + 1))
+	taskset -c 0 build/sr_perf -t lat -p $port -n 20000 > /dev/null & pids+=($!); sleep 0.2
+	timeout 120 taskset -c 1 build/sr_perf -t lat -p $port -n 20000 127.0.0.1 > "$T/sr"
+	wait "${pids[-1]}" || true
+	echo "$(field p50 < "$T/sr") $(field p99 < "$T/sr")" >> "$T/sr_lat"
+	port=$((port + 1))
+	"$T/udp_bw" -r -b 127.0.0.1 -p $port -C 0 > "$T/ubr" & pids+=($!); sleep 0.2
+	timeout 30 "$T/udp_bw" -c 127.0.0.1 -p $port -m 1472 -t 2 -C 1 > /dev/null
+	wait "${pids[-1]}" || true
+	field gbps < "$T/ubr" >> "$T/udp_bw"
+	port=$((port + 1))
+	taskset -c 0 build/sr_perf -t bw -p $port -n 20000 > /dev/null & pids+=($!); sleep 0.2
+	timeout 120 taskset -c 1 build/sr_perf -t bw -p $port -n 20000 127.0.0.1 > "$T/srb"
+	wait "${pids[-1]}" || true
+	field gbps < "$T/srb" >> "$T/sr_bw"
+	port=$((port + 1))
+done
+u50=$(cut -d' ' -f1 "$T/udp_lat" | median); u99=$(cut -d' ' -f2 "$T/udp_lat" | median)
+s50=$(cut -d' ' -f1 "$T/sr_lat" | median); s99=$(cut -d' ' -f2 "$T/sr_lat" | median)
+ub=$(median < "$T/udp_bw"); sb=$(median < "$T/sr_bw")
+printf "%-44s %10s %10s %8s\n" "figure (median of $rounds rounds)" softrdma floor ratio
+printf "%-44s %10s %10s %8.2f\n" "100 B SEND round trip p50 [us] / UDP ping-pong" "$s50" "$u50" "$(awk -v a="$s50" -v b="$u50" 'BEGIN{print a/b}')"
+printf "%-44s %10s %10s %8.2f\n" "100 B SEND round trip p99 [us] / UDP ping-pong" "$s99" "$u99" "$(awk -v a="$s99" -v b="$u99" 'BEGIN{print a/b}')"
+printf "%-44s %10s %10s %8.2f\n" "64 KiB WRITE [Gbit/s] / UDP 1472 B sends" "$sb" "$ub" "$(awk -v a="$sb" -v b="$ub" 'BEGIN{print a/b}')"

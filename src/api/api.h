@@ -1,0 +1,98 @@
+/* The verbs API layer: the objects the application holds, each embedding the rdma-core
+ * struct it is handed as (ibv_context inside verbs_context, ibv_qp, ibv_cq, ...), plus the
+ * internal state behind it. Every object the application gets carries a valid `context`
+ * pointer at offset 0, because verbs.h's inline post/poll calls dispatch through it. */
+#ifndef SOFTRDMA_API_H
+#define SOFTRDMA_API_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <pthread.h>
+
+#include "core/core.h"
+#include "engine/eng.h"
+#include "obj/obj.h"
+
+#define SR_MAX_GID    16
+#define SR_MAX_QP_WR  16384
+#define SR_MAX_CQE    65536
+#define SR_MAX_MR     65536
+#define SR_ASYNC_RING 64
+
+struct sr_device {
+	struct ibv_device ibdev;
+	char ifname[IF_NAMESIZE];
+	unsigned netdev_mtu;
+	enum ibv_mtu max_mtu; /* rxe rule: netdev MTU minus 80 bytes of headers */
+	__be64 guid;
+	uint8_t gid[SR_MAX_GID][16];
+	int ngid;
+	int first_v4; /* index of the first IPv4-mapped GID, -1 if none */
+	struct sr_device *next;
+};
+
+struct sr_context {
+	struct verbs_context vctx; /* the application sees &vctx.context */
+	struct sr_device *dev;
+	struct core_ctx *core;
+	struct obj_mr_table mrs;
+	struct eng_env env;
+	uint32_t next_handle;
+	uint8_t qpn_used[CORE_MAX_QP];
+	/* asynchronous events: a ring under the core lock, one byte per event in a pipe */
+	struct ibv_async_event async[SR_ASYNC_RING];
+	uint32_t async_head, async_tail;
+	int async_wfd;
+};
+
+struct sr_pd {
+	struct ibv_pd ibpd;
+};
+
+struct sr_mr {
+	struct ibv_mr ibmr;
+	struct obj_mr omr;
+};
+
+struct sr_channel {
+	struct ibv_comp_channel ch; /* ch.fd: read end of a pipe carrying struct sr_cq * */
+	int wfd;
+};
+
+struct sr_cq {
+	struct ibv_cq ibcq;
+	struct eng_cq ecq;
+	struct sr_context *ctx;
+	uint32_t events_sent;
+};
+
+struct sr_srq {
+	struct ibv_srq ibsrq;
+	struct eng_rq erq;
+	struct sr_context *ctx;
+	uint32_t max_wr, max_sge;
+};
+
+struct sr_qp {
+	struct ibv_qp ibqp;
+	struct eng_qp *eqp;
+	struct sr_context *ctx;
+	struct ibv_qp_attr attr; /* every attribute set so far */
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+};
+
+static inline struct sr_context *sr_ctx(struct ibv_context *c)
+{
+	return (struct sr_context *)((char *)c - offsetof(struct sr_context, vctx.context));
+}
+
+/* device.c */
+struct sr_device *sr_device_list(int *n);
+int sr_device_query_gid(const struct sr_device *dev, int index, uint8_t gid[16]);
+bool sr_gid_is_v4(const uint8_t gid[16]);
+
+/* async events (verbs.c): queue one, under the core lock. */
+void sr_async_push(struct sr_context *ctx, const struct ibv_async_event *ev);
+
+#endif

@@ -1,0 +1,410 @@
+/* Devices, contexts and queries: one RoCEv2 device per network interface that has an IPv4
+ * address (lo included), named roce_<interface>. GID table: the interface's IPv4 addresses
+ * as IPv4-mapped IPv6, then its IPv6 addresses, all RoCEv2 GIDs (DESIGN.md "Devices and
+ * addressing"). */
+#define _GNU_SOURCE
+#include "api/api.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#undef ibv_query_port
+#undef ibv_reg_mr
+
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Devices are never freed: an opened context may outlive ibv_free_device_list(). */
+static struct sr_device *devices;
+
+bool sr_gid_is_v4(const uint8_t gid[16])
+{
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	return memcmp(gid, prefix, 12) == 0;
+}
+
+/* rxe eth_mtu_int_to_enum: the largest IB MTU that fits the netdev MTU minus 80 bytes. */
+static enum ibv_mtu mtu_from_netdev(unsigned mtu)
+{
+	unsigned room = mtu > 80 ? mtu - 80 : 0;
+	if (room >= 4096)
+		return IBV_MTU_4096;
+	if (room >= 2048)
+		return IBV_MTU_2048;
+	if (room >= 1024)
+		return IBV_MTU_1024;
+	if (room >= 512)
+		return IBV_MTU_512;
+	return IBV_MTU_256;
+}
+
+static struct sr_device *find_device(const char *ifname)
+{
+	for (struct sr_device *d = devices; d; d = d->next)
+		if (strcmp(d->ifname, ifname) == 0)
+			return d;
+	return NULL;
+}
+
+static void add_gid(struct sr_device *d, const uint8_t gid[16])
+{
+	for (int i = 0; i < d->ngid; i++)
+		if (memcmp(d->gid[i], gid, 16) == 0)
+			return;
+	if (d->ngid < SR_MAX_GID)
+		memcpy(d->gid[d->ngid++], gid, 16);
+}
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static void fill_link_info(struct sr_device *d)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr;
+	uint64_t guid = 0;
+	d->netdev_mtu = 1500;
+	if (fd >= 0) {
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", d->ifname);
+		if (ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+			d->netdev_mtu = (unsigned)ifr.ifr_mtu;
+		if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) {
+			const uint8_t *m = (const uint8_t *)ifr.ifr_hwaddr.sa_data;
+			/* EUI-64 from the MAC, as rxe derives its node GUID. */
+			uint8_t e[8] = {m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
+			if (m[0] | m[1] | m[2] | m[3] | m[4] | m[5])
+				for (int i = 0; i < 8; i++)
+					guid = guid << 8 | e[i];
+		}
+		close(fd);
+	}
+	if (!guid) /* no MAC (lo): a stable value from the name */
+		guid = fnv1a(d->ifname) | 1;
+	d->guid = htobe64(guid);
+	d->max_mtu = mtu_from_netdev(d->netdev_mtu);
+}
+
+static void scan_interfaces(void)
+{
+	struct ifaddrs *ifa_list;
+	if (getifaddrs(&ifa_list) != 0)
+		return;
+	/* Pass 1: IPv4 (a device exists per interface with an IPv4 address), pass 2: IPv6. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (struct ifaddrs *ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
+			if (!ifa->ifa_addr || !(ifa->ifa_flags & IFF_UP))
+				continue;
+			uint8_t gid[16] = {0};
+			if (pass == 0 && ifa->ifa_addr->sa_family == AF_INET) {
+				gid[10] = gid[11] = 0xff;
+				memcpy(gid + 12, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr,
+				       4);
+			} else if (pass == 1 && ifa->ifa_addr->sa_family == AF_INET6) {
+				memcpy(gid, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
+			} else {
+				continue;
+			}
+			struct sr_device *d = find_device(ifa->ifa_name);
+			if (!d) {
+				if (pass == 1)
+					continue; /* data path is IPv4 for now */
+				d = calloc(1, sizeof(*d));
+				if (!d)
+					continue;
+				snprintf(d->ifname, sizeof(d->ifname), "%s", ifa->ifa_name);
+				d->ibdev.node_type = IBV_NODE_CA;
+				d->ibdev.transport_type = IBV_TRANSPORT_IB;
+				snprintf(d->ibdev.name, sizeof(d->ibdev.name), "roce_%s",
+					 ifa->ifa_name);
+				snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name),
+					 "softrdma_%s", ifa->ifa_name);
+				snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
+					 "/nonexistent/softrdma/%s", d->ibdev.name);
+				snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+					 "/nonexistent/softrdma/%s", d->ibdev.name);
+				d->first_v4 = -1;
+				fill_link_info(d);
+				struct sr_device **tail = &devices;
+				while (*tail)
+					tail = &(*tail)->next;
+				*tail = d;
+			}
+			if (pass == 0 && d->first_v4 < 0)
+				d->first_v4 = d->ngid;
+			add_gid(d, gid);
+		}
+	}
+	freeifaddrs(ifa_list);
+}
+
+struct sr_device *sr_device_list(int *n)
+{
+	pthread_mutex_lock(&devices_lock);
+	scan_interfaces();
+	int count = 0;
+	for (struct sr_device *d = devices; d; d = d->next)
+		count++;
+	pthread_mutex_unlock(&devices_lock);
+	*n = count;
+	return devices;
+}
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	int n;
+	struct sr_device *d = sr_device_list(&n);
+	struct ibv_device **list = calloc((size_t)n + 1, sizeof(*list));
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n && d; i++, d = d->next)
+		list[i] = &d->ibdev;
+	if (num_devices)
+		*num_devices = n;
+	return list;
+}
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device ? device->name : NULL;
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	return ((struct sr_device *)device)->guid;
+}
+
+int sr_device_query_gid(const struct sr_device *dev, int index, uint8_t gid[16])
+{
+	if (index < 0 || index >= dev->ngid)
+		return -EINVAL;
+	memcpy(gid, dev->gid[index], 16);
+	return 0;
+}
+
+/* ---- queries ---- */
+
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
+{
+	struct sr_device *dev = sr_ctx(context)->dev;
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "softrdma 0.1");
+	a->node_guid = dev->guid;
+	a->sys_image_guid = dev->guid;
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = 0xFFFFFF; /* as rxe: perftest then takes the portable verbs path */
+	a->vendor_part_id = 0;
+	a->max_qp = CORE_MAX_QP - 1;
+	a->max_qp_wr = SR_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
+			      IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_SYS_IMAGE_GUID;
+	a->max_sge = ENG_MAX_SGE;
+	a->max_sge_rd = ENG_MAX_SGE;
+	a->max_cq = 16384;
+	a->max_cqe = SR_MAX_CQE - 1;
+	a->max_mr = SR_MAX_MR - 1;
+	a->max_pd = 65536;
+	a->max_qp_rd_atom = ENG_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = (CORE_MAX_QP - 1) * ENG_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = ENG_MAX_RD_ATOMIC;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_srq = 16384;
+	a->max_srq_wr = SR_MAX_QP_WR;
+	a->max_srq_sge = ENG_MAX_SGE;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+static int query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *in,
+			   struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	if (in && in->comp_mask)
+		return EINVAL;
+	struct ibv_device_attr_ex full;
+	memset(&full, 0, sizeof(full));
+	ibv_query_device(context, &full.orig_attr);
+	full.phys_port_cnt_ex = 1;
+	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
+	return 0;
+}
+
+static void fill_port(const struct sr_device *dev, struct ibv_port_attr *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->state = IBV_PORT_ACTIVE;
+	p->max_mtu = dev->max_mtu;
+	p->active_mtu = dev->max_mtu;
+	p->gid_tbl_len = dev->ngid;
+	p->port_cap_flags = IBV_PORT_CM_SUP;
+	p->max_msg_sz = ENG_MAX_MSG_SIZE;
+	p->pkey_tbl_len = 1;
+	p->lid = 0;
+	p->max_vl_num = 1;
+	p->active_width = 2; /* 4X */
+	p->active_speed = 1; /* reported like rxe: not a real link rate */
+	p->phys_state = 5;   /* LinkUp */
+	p->link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+static int query_port_op(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr,
+			 size_t len)
+{
+	if (port != 1)
+		return EINVAL;
+	struct ibv_port_attr full;
+	fill_port(sr_ctx(context)->dev, &full);
+	memcpy(attr, &full, len < sizeof(full) ? len : sizeof(full));
+	return 0;
+}
+
+/* Exported for old binaries: the caller's struct may be the 48-byte legacy layout. */
+int ibv_query_port(struct ibv_context *context, uint8_t port, struct _compat_ibv_port_attr *attr)
+{
+	/* The legacy struct is ibv_port_attr up to and including `flags` (verbs-abi.md 3.2). */
+	return query_port_op(context, port, (struct ibv_port_attr *)attr,
+			     offsetof(struct ibv_port_attr, port_cap_flags2));
+}
+
+int ibv_query_gid(struct ibv_context *context, uint8_t port, int index, union ibv_gid *gid)
+{
+	if (port != 1 || sr_device_query_gid(sr_ctx(context)->dev, index, gid->raw) < 0)
+		return -1; /* rdma-core returns -1 here */
+	return 0;
+}
+
+int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port, uint32_t index,
+		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+	if (port != 1 || flags || entry_size < sizeof(*entry))
+		return EINVAL;
+	struct sr_device *dev = sr_ctx(context)->dev;
+	if (index >= (uint32_t)dev->ngid)
+		return ENODATA;
+	memset(entry, 0, entry_size);
+	memcpy(entry->gid.raw, dev->gid[index], 16);
+	entry->gid_index = index;
+	entry->port_num = 1;
+	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = if_nametoindex(dev->ifname);
+	return 0;
+}
+
+int ibv_query_pkey(struct ibv_context *context, uint8_t port, int index, __be16 *pkey)
+{
+	(void)context;
+	if (port != 1 || index != 0)
+		return EINVAL;
+	*pkey = htobe16(ROCE_DEFAULT_PKEY);
+	return 0;
+}
+
+int ibv_get_pkey_index(struct ibv_context *context, uint8_t port, __be16 pkey)
+{
+	(void)context;
+	if (port != 1 || be16toh(pkey) != ROCE_DEFAULT_PKEY)
+		return -1;
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+/* Defined in verbs.c: the ibv_context_ops slots. */
+void sr_fill_ops(struct sr_context *ctx);
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct sr_device *dev = (struct sr_device *)device;
+	int ret;
+	if (!dev || dev->first_v4 < 0) {
+		errno = ENODEV;
+		return NULL;
+	}
+	struct sr_context *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->dev = dev;
+	ret = obj_mr_table_init(&ctx->mrs, SR_MAX_MR);
+	if (ret < 0)
+		goto free_ctx;
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		ret = -errno;
+		goto fini_mrs;
+	}
+	ctx->async_wfd = fds[1];
+
+	struct core_config cfg = {0};
+	memcpy(cfg.local_addr, dev->gid[dev->first_v4], 16);
+	const char *port = getenv("SOFTRDMA_UDP_PORT");
+	if (port)
+		cfg.port = (uint16_t)atoi(port);
+	ret = core_ctx_create(&cfg, &ctx->core);
+	if (ret < 0)
+		goto close_pipe;
+
+	struct ibv_context *ic = &ctx->vctx.context;
+	ic->device = device;
+	ic->cmd_fd = -1;
+	ic->async_fd = fds[0];
+	ic->num_comp_vectors = 1;
+	pthread_mutex_init(&ic->mutex, NULL);
+	ic->abi_compat = (void *)UINTPTR_MAX; /* marks a verbs_context (verbs.h) */
+	ctx->vctx.sz = sizeof(ctx->vctx);
+	ctx->vctx.query_port = query_port_op;
+	ctx->vctx.query_device_ex = query_device_ex;
+	sr_fill_ops(ctx);
+	return ic;
+
+close_pipe:
+	close(fds[0]);
+	close(fds[1]);
+fini_mrs:
+	obj_mr_table_fini(&ctx->mrs);
+free_ctx:
+	free(ctx);
+	errno = -ret;
+	return NULL;
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+	struct sr_context *ctx = sr_ctx(context);
+	if (getenv("SOFTRDMA_STATS") && core_started(ctx->core)) {
+		core_lock(ctx->core);
+		core_dump_counters(ctx->core, stderr);
+		core_unlock(ctx->core);
+	}
+	core_ctx_destroy(ctx->core);
+	close(context->async_fd);
+	close(ctx->async_wfd);
+	obj_mr_table_fini(&ctx->mrs);
+	pthread_mutex_destroy(&context->mutex);
+	free(ctx);
+	return 0;
+}

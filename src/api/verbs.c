@@ -1,0 +1,841 @@
+/* Verbs objects and calls: PD, MR, completion channels, CQ, SRQ, QP, post/poll, async events
+ * (semantics of the ibv_* man pages; errors as verbs returns them: positive errno, or NULL
+ * with errno set, and *bad_wr at the first work request not posted). */
+#define _GNU_SOURCE
+#include "api/api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/psn.h"
+#include "wire/roce/roce.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+static uint32_t new_handle(struct sr_context *ctx)
+{
+	return ++ctx->next_handle;
+}
+
+/* ---- protection domains ---- */
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct sr_context *ctx = sr_ctx(context);
+	struct sr_pd *pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibpd.context = context;
+	core_lock(ctx->core);
+	pd->ibpd.handle = new_handle(ctx);
+	core_unlock(ctx->core);
+	return &pd->ibpd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	free(pd);
+	return 0;
+}
+
+/* ---- memory regions ---- */
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				unsigned int access)
+{
+	if (!pd || (!addr && length)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (obj_mr_check_access(access) < 0 || length > UINT64_MAX - iova) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sr_context *ctx = sr_ctx(pd->context);
+	struct sr_mr *mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->omr.iova = iova;
+	mr->omr.addr = addr;
+	mr->omr.length = length;
+	mr->omr.access = access;
+	mr->omr.pd = pd->handle;
+	core_lock(ctx->core);
+	int ret = obj_mr_add(&ctx->mrs, &mr->omr);
+	core_unlock(ctx->core);
+	if (ret < 0) {
+		free(mr);
+		errno = -ret;
+		return NULL;
+	}
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.handle = mr->omr.key;
+	mr->ibmr.lkey = mr->omr.key;
+	mr->ibmr.rkey = mr->omr.key;
+	return &mr->ibmr;
+}
+
+struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			       int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
+}
+
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned)access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct sr_mr *mr = (struct sr_mr *)ibmr;
+	struct sr_context *ctx = sr_ctx(ibmr->context);
+	core_lock(ctx->core);
+	obj_mr_remove(&ctx->mrs, &mr->omr);
+	core_unlock(ctx->core);
+	free(mr);
+	return 0;
+}
+
+/* ---- completion channels and CQs ---- */
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct sr_channel *ch = calloc(1, sizeof(*ch));
+	int fds[2];
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		free(ch);
+		return NULL;
+	}
+	ch->ch.context = context;
+	ch->ch.fd = fds[0];
+	ch->wfd = fds[1];
+	return &ch->ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct sr_channel *ch = (struct sr_channel *)channel;
+	if (channel->refcnt)
+		return EBUSY;
+	close(ch->ch.fd);
+	close(ch->wfd);
+	free(ch);
+	return 0;
+}
+
+/* eng_cq.notify: one pointer-sized write per event; pipe writes that small are atomic. */
+static void cq_notify(struct eng_cq *ecq)
+{
+	struct sr_cq *cq = ecq->owner;
+	if (!cq->ibcq.channel)
+		return;
+	struct sr_channel *ch = (struct sr_channel *)cq->ibcq.channel;
+	if (write(ch->wfd, &cq, sizeof(cq)) == sizeof(cq))
+		cq->events_sent++;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	if (cqe < 1 || cqe >= SR_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors || (channel && channel->context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sr_context *ctx = sr_ctx(context);
+	struct sr_cq *cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int ret = eng_cq_init(&cq->ecq, (uint32_t)cqe);
+	if (ret < 0) {
+		free(cq);
+		errno = -ret;
+		return NULL;
+	}
+	cq->ecq.notify = cq_notify;
+	cq->ecq.owner = cq;
+	cq->ctx = ctx;
+	cq->ibcq.context = context;
+	cq->ibcq.channel = channel;
+	cq->ibcq.cq_context = cq_context;
+	cq->ibcq.cqe = cqe;
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	if (channel)
+		channel->refcnt++;
+	core_lock(ctx->core);
+	cq->ibcq.handle = new_handle(ctx);
+	core_unlock(ctx->core);
+	return &cq->ibcq;
+}
+
+int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	(void)cq;
+	(void)cqe;
+	return EOPNOTSUPP;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sr_cq *cq = (struct sr_cq *)ibcq;
+	if (ibcq->channel)
+		ibcq->channel->refcnt--;
+	eng_cq_fini(&cq->ecq);
+	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_cond_destroy(&ibcq->cond);
+	free(cq);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	struct sr_cq *scq;
+	ssize_t n = read(channel->fd, &scq, sizeof(scq));
+	if (n != sizeof(scq))
+		return -1; /* errno from read: EAGAIN on a non-blocking channel */
+	*cq = &scq->ibcq;
+	*cq_context = scq->ibcq.cq_context;
+	return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+static int sr_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct sr_cq *cq = (struct sr_cq *)ibcq;
+	struct core_ctx *core = cq->ctx->core;
+	if (num_entries < 0)
+		return -1;
+	core_note_app_poll(core);
+	core_lock(core);
+	int n = eng_cq_poll(&cq->ecq, num_entries, wc);
+	if (n == 0) {
+		/* Nothing yet: move packets on this thread rather than wait for the progress
+		 * thread (DESIGN.md decision 4). */
+		core_progress(core);
+		n = eng_cq_poll(&cq->ecq, num_entries, wc);
+	}
+	core_unlock(core);
+	return n;
+}
+
+static int sr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct sr_cq *cq = (struct sr_cq *)ibcq;
+	core_lock(cq->ctx->core);
+	cq->ecq.armed = solicited_only ? 2 : 1;
+	core_unlock(cq->ctx->core);
+	return 0;
+}
+
+/* ---- shared receive queues ---- */
+
+static void srq_limit_event(struct eng_rq *rq)
+{
+	struct sr_srq *srq = rq->owner;
+	struct ibv_async_event ev = {.element.srq = &srq->ibsrq,
+				     .event_type = IBV_EVENT_SRQ_LIMIT_REACHED};
+	sr_async_push(srq->ctx, &ev);
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+{
+	if (!pd || !init || init->attr.max_wr == 0 || init->attr.max_wr > SR_MAX_QP_WR ||
+	    init->attr.max_sge == 0 || init->attr.max_sge > ENG_MAX_SGE ||
+	    init->attr.srq_limit > init->attr.max_wr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sr_context *ctx = sr_ctx(pd->context);
+	struct sr_srq *srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int ret = eng_rq_init(&srq->erq, init->attr.max_wr, init->attr.max_sge, true);
+	if (ret < 0) {
+		free(srq);
+		errno = -ret;
+		return NULL;
+	}
+	srq->erq.limit_event = srq_limit_event;
+	srq->erq.owner = srq;
+	srq->erq.limit = init->attr.srq_limit;
+	srq->ctx = ctx;
+	srq->max_wr = init->attr.max_wr;
+	srq->max_sge = init->attr.max_sge;
+	srq->ibsrq.context = pd->context;
+	srq->ibsrq.srq_context = init->srq_context;
+	srq->ibsrq.pd = pd;
+	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
+	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	core_lock(ctx->core);
+	srq->ibsrq.handle = new_handle(ctx);
+	core_unlock(ctx->core);
+	return &srq->ibsrq;
+}
+
+int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct sr_srq *srq = (struct sr_srq *)ibsrq;
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	if (mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP; /* resizing: not yet */
+	if (attr->srq_limit > srq->max_wr)
+		return EINVAL;
+	core_lock(srq->ctx->core);
+	srq->erq.limit = attr->srq_limit;
+	core_unlock(srq->ctx->core);
+	return 0;
+}
+
+int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct sr_srq *srq = (struct sr_srq *)ibsrq;
+	core_lock(srq->ctx->core);
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->erq.limit;
+	core_unlock(srq->ctx->core);
+	return 0;
+}
+
+int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct sr_srq *srq = (struct sr_srq *)ibsrq;
+	eng_rq_fini(&srq->erq);
+	pthread_mutex_destroy(&ibsrq->mutex);
+	pthread_cond_destroy(&ibsrq->cond);
+	free(srq);
+	return 0;
+}
+
+static int sr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct sr_srq *srq = (struct sr_srq *)ibsrq;
+	core_lock(srq->ctx->core);
+	int ret = eng_rq_post(&srq->erq, wr, (const struct ibv_recv_wr **)bad);
+	core_unlock(srq->ctx->core);
+	return -ret;
+}
+
+/* ---- queue pairs ---- */
+
+static int alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
+{
+	for (uint32_t n = 1; n < CORE_MAX_QP; n++) {
+		if (!ctx->qpn_used[n]) {
+			ctx->qpn_used[n] = 1;
+			*qpn = core_qpn_base(ctx->core) | n;
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	int ret = EINVAL;
+	if (!pd || !init || !init->send_cq || !init->recv_cq)
+		goto fail;
+	if (init->qp_type != IBV_QPT_RC) {
+		ret = EOPNOTSUPP; /* UC and UD come with the ABI work (issue 4) */
+		goto fail;
+	}
+	struct ibv_qp_cap *cap = &init->cap;
+	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > ENG_MAX_SGE ||
+	    cap->max_inline_data > ENG_MAX_INLINE ||
+	    (!init->srq && (cap->max_recv_wr > SR_MAX_QP_WR || cap->max_recv_sge > ENG_MAX_SGE)))
+		goto fail;
+	if (init->send_cq->context != pd->context || init->recv_cq->context != pd->context ||
+	    (init->srq && init->srq->context != pd->context))
+		goto fail;
+
+	struct sr_context *ctx = sr_ctx(pd->context);
+	struct sr_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		ret = ENOMEM;
+		goto fail;
+	}
+	/* Report what the QP really has (verbs: at least what was asked). */
+	cap->max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1;
+	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+	cap->max_inline_data = ENG_MAX_INLINE;
+	if (init->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	} else {
+		cap->max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1;
+		cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	}
+
+	core_lock(ctx->core);
+	char err[256];
+	int r = core_start(ctx->core, err, sizeof(err));
+	if (r < 0) {
+		core_unlock(ctx->core);
+		fprintf(stderr, "softrdma: %s: %s\n", ctx->dev->ibdev.name, err);
+		free(qp);
+		ret = -r;
+		goto fail;
+	}
+	uint32_t qpn;
+	r = alloc_qpn(ctx, &qpn);
+	if (r < 0) {
+		core_unlock(ctx->core);
+		free(qp);
+		ret = -r;
+		goto fail;
+	}
+	struct eng_qp_init ei = {
+	    .type = IBV_QPT_RC,
+	    .qpn = qpn,
+	    .pd = pd->handle,
+	    .max_send_wr = cap->max_send_wr,
+	    .max_send_sge = cap->max_send_sge,
+	    .max_inline = cap->max_inline_data,
+	    .max_recv_wr = cap->max_recv_wr,
+	    .max_recv_sge = cap->max_recv_sge,
+	    .srq = init->srq ? &((struct sr_srq *)init->srq)->erq : NULL,
+	    .send_cq = &((struct sr_cq *)init->send_cq)->ecq,
+	    .recv_cq = &((struct sr_cq *)init->recv_cq)->ecq,
+	    .sq_sig_all = init->sq_sig_all != 0,
+	    .user = qp,
+	};
+	r = eng_qp_create(&ei, &ctx->env, &qp->eqp);
+	if (r == 0) {
+		r = core_qp_attach(ctx->core, qp->eqp, qpn);
+		if (r < 0)
+			eng_qp_destroy(qp->eqp);
+	}
+	if (r < 0) {
+		ctx->qpn_used[qpn & 0xFFFF] = 0;
+		core_unlock(ctx->core);
+		free(qp);
+		ret = -r;
+		goto fail;
+	}
+	core_unlock(ctx->core);
+
+	qp->ctx = ctx;
+	qp->cap = *cap;
+	qp->sq_sig_all = init->sq_sig_all != 0;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = IBV_MTU_256; /* rxe: a QP starts at 256 */
+	qp->attr.cap = *cap;
+	qp->ibqp.context = pd->context;
+	qp->ibqp.qp_context = init->qp_context;
+	qp->ibqp.pd = pd;
+	qp->ibqp.send_cq = init->send_cq;
+	qp->ibqp.recv_cq = init->recv_cq;
+	qp->ibqp.srq = init->srq;
+	qp->ibqp.handle = qpn;
+	qp->ibqp.qp_num = qpn;
+	qp->ibqp.state = IBV_QPS_RESET;
+	qp->ibqp.qp_type = init->qp_type;
+	pthread_mutex_init(&qp->ibqp.mutex, NULL);
+	pthread_cond_init(&qp->ibqp.cond, NULL);
+	return &qp->ibqp;
+fail:
+	errno = ret;
+	return NULL;
+}
+
+int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	struct sr_context *ctx = qp->ctx;
+	core_lock(ctx->core);
+	if (getenv("SOFTRDMA_STATS"))
+		core_dump_qp_counters(ctx->core, qp->eqp, stderr);
+	core_qp_detach(ctx->core, ibqp->qp_num);
+	eng_qp_destroy(qp->eqp);
+	ctx->qpn_used[ibqp->qp_num & 0xFFFF] = 0;
+	core_unlock(ctx->core);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	free(qp);
+	return 0;
+}
+
+/* Checks attribute values (the state machine checks which attributes are present). */
+static int check_attr_values(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct sr_device *dev = qp->ctx->dev;
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > dev->max_mtu))
+		return EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > ENG_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > ENG_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && (a->dest_qp_num > PSN_MASK || a->dest_qp_num < 2))
+		return EINVAL;
+	if ((mask & IBV_QP_CAP))
+		return EINVAL; /* resizing a QP's queues is not supported */
+	if (mask & IBV_QP_AV) {
+		const struct ibv_ah_attr *ah = &a->ah_attr;
+		/* RoCE needs the GRH: it carries the addresses. */
+		if (!ah->is_global || ah->grh.sgid_index >= dev->ngid || ah->port_num > 1)
+			return EINVAL;
+		if (!sr_gid_is_v4(dev->gid[ah->grh.sgid_index]) || !sr_gid_is_v4(ah->grh.dgid.raw))
+			return EAFNOSUPPORT; /* IPv6 data path: not yet */
+	}
+	return 0;
+}
+
+static struct eng_qp_attr to_eng_attr(const struct ibv_qp_attr *a)
+{
+	struct eng_qp_attr e = {
+	    .dest_qpn = a->dest_qp_num,
+	    .sq_psn = a->sq_psn & PSN_MASK,
+	    .rq_psn = a->rq_psn & PSN_MASK,
+	    .pmtu = 128u << a->path_mtu,
+	    .access = a->qp_access_flags,
+	    .timeout = a->timeout,
+	    .retry_cnt = a->retry_cnt,
+	    .rnr_retry = a->rnr_retry,
+	    .min_rnr_timer = a->min_rnr_timer,
+	    .max_rd_atomic = a->max_rd_atomic,
+	    .max_dest_rd_atomic = a->max_dest_rd_atomic,
+	    .pkey = ROCE_DEFAULT_PKEY,
+	};
+	return e;
+}
+
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	struct sr_context *ctx = qp->ctx;
+	if (!attr)
+		return EINVAL;
+	core_lock(ctx->core);
+	enum ibv_qp_state cur = eng_qp_state(qp->eqp);
+	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	int ret = 0;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
+		ret = EINVAL;
+	if (!ret && obj_qp_check_modify(ibqp->qp_type, cur, next, mask) < 0)
+		ret = EINVAL;
+	if (!ret)
+		ret = check_attr_values(qp, attr, mask);
+	if (ret)
+		goto unlock;
+
+	struct ibv_qp_attr *s = &qp->attr;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		s->qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_PORT)
+		s->port_num = attr->port_num;
+	if (mask & IBV_QP_PATH_MTU)
+		s->path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		s->timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		s->retry_cnt = attr->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		s->rnr_retry = attr->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		s->rq_psn = attr->rq_psn & PSN_MASK;
+	if (mask & IBV_QP_SQ_PSN)
+		s->sq_psn = attr->sq_psn & PSN_MASK;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		s->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		s->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		s->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_DEST_QPN)
+		s->dest_qp_num = attr->dest_qp_num;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		s->en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IBV_QP_AV) {
+		s->ah_attr = attr->ah_attr;
+		const struct ibv_global_route *grh = &attr->ah_attr.grh;
+		struct core_path path = {
+		    .sport = roce_udp_sport(grh->flow_label, ibqp->qp_num, s->dest_qp_num),
+		    .tos = grh->traffic_class,
+		    /* TTL 0 would be dropped by the first hop; rxe passes hop_limit through,
+		     * and every tool sets it (rc_pingpong 1, perftest 255). */
+		    .ttl = grh->hop_limit ? grh->hop_limit : 64,
+		};
+		memcpy(path.src, ctx->dev->gid[grh->sgid_index], 16);
+		memcpy(path.dst, grh->dgid.raw, 16);
+		int r = core_qp_set_path(ctx->core, ibqp->qp_num, &path);
+		if (r < 0) {
+			ret = -r;
+			goto unlock;
+		}
+	}
+	struct eng_qp_attr ea = to_eng_attr(s);
+	eng_qp_set_attr(qp->eqp, &ea);
+	if (next != cur || (mask & IBV_QP_STATE)) {
+		eng_qp_set_state(qp->eqp, next, core_now_ns());
+		s->qp_state = next;
+		ibqp->state = next;
+	}
+unlock:
+	core_unlock(ctx->core);
+	return ret;
+}
+
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	(void)mask; /* everything is cheap to report */
+	core_lock(qp->ctx->core);
+	*attr = qp->attr;
+	attr->qp_state = eng_qp_state(qp->eqp);
+	attr->cur_qp_state = attr->qp_state;
+	attr->cap = qp->cap;
+	core_unlock(qp->ctx->core);
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_context = ibqp->qp_context;
+		init->send_cq = ibqp->send_cq;
+		init->recv_cq = ibqp->recv_cq;
+		init->srq = ibqp->srq;
+		init->cap = qp->cap;
+		init->qp_type = ibqp->qp_type;
+		init->sq_sig_all = qp->sq_sig_all;
+	}
+	return 0;
+}
+
+static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	struct core_ctx *core = qp->ctx->core;
+	core_lock(core);
+	int ret = eng_qp_post_send(qp->eqp, wr, (const struct ibv_send_wr **)bad, core_now_ns());
+	/* Send right away, on the caller's thread: no hand-off on the latency path. */
+	core_progress(core);
+	core_unlock(core);
+	return -ret;
+}
+
+static int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	struct core_ctx *core = qp->ctx->core;
+	core_lock(core);
+	int ret = eng_qp_post_recv(qp->eqp, wr, (const struct ibv_recv_wr **)bad);
+	core_unlock(core);
+	return -ret;
+}
+
+/* ---- asynchronous events ---- */
+
+void sr_async_push(struct sr_context *ctx, const struct ibv_async_event *ev)
+{
+	if (ctx->async_tail - ctx->async_head >= SR_ASYNC_RING)
+		return; /* the application is not reading them: drop the newest */
+	ctx->async[ctx->async_tail++ % SR_ASYNC_RING] = *ev;
+	char b = 1;
+	if (write(ctx->async_wfd, &b, 1) != 1) {
+		/* pipe full: the event is still queued and will be read with the next byte */
+	}
+}
+
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct sr_context *ctx = sr_ctx(context);
+	char b;
+	if (read(context->async_fd, &b, 1) != 1)
+		return -1;
+	core_lock(ctx->core);
+	int ret = -1;
+	if (ctx->async_head != ctx->async_tail) {
+		*event = ctx->async[ctx->async_head++ % SR_ASYNC_RING];
+		ret = 0;
+	} else {
+		errno = EAGAIN;
+	}
+	core_unlock(ctx->core);
+	return ret;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	(void)event;
+}
+
+/* eng_env callbacks */
+
+static void *env_mem_resolve(void *c, uint32_t pd, uint32_t key, bool remote, uint64_t va,
+			     uint64_t len, unsigned access, int *err)
+{
+	struct sr_context *ctx = c;
+	return obj_mr_resolve(&ctx->mrs, pd, key, remote, va, len, access, err);
+}
+
+static int env_mem_invalidate(void *c, uint32_t pd, uint32_t rkey)
+{
+	struct sr_context *ctx = c;
+	struct obj_mr *mr = obj_mr_lookup(&ctx->mrs, rkey);
+	if (!mr || mr->pd != pd)
+		return -EINVAL;
+	/* An invalidated key stops granting remote access. */
+	mr->access &= ~(unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC);
+	return 0;
+}
+
+static void env_wake(void *c, struct eng_qp *qp)
+{
+	struct sr_context *ctx = c;
+	core_qp_wake(ctx->core, qp);
+}
+
+static void env_event(void *c, struct eng_qp *eqp, enum ibv_event_type type)
+{
+	struct sr_context *ctx = c;
+	struct sr_qp *qp = eng_qp_user(eqp);
+	struct ibv_async_event ev = {.element.qp = &qp->ibqp, .event_type = type};
+	sr_async_push(ctx, &ev);
+}
+
+void sr_fill_ops(struct sr_context *ctx)
+{
+	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
+	ops->poll_cq = sr_poll_cq;
+	ops->req_notify_cq = sr_req_notify_cq;
+	ops->post_send = sr_post_send;
+	ops->post_recv = sr_post_recv;
+	ops->post_srq_recv = sr_post_srq_recv;
+	ctx->env.ctx = ctx;
+	ctx->env.mem_resolve = env_mem_resolve;
+	ctx->env.mem_invalidate = env_mem_invalidate;
+	ctx->env.wake = env_wake;
+	ctx->env.event = env_event;
+}
+
+/* ---- strings ---- */
+
+const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+	static const char *const names[] = {
+	    [IBV_WC_SUCCESS] = "success",
+	    [IBV_WC_LOC_LEN_ERR] = "local length error",
+	    [IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+	    [IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+	    [IBV_WC_LOC_PROT_ERR] = "local protection error",
+	    [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+	    [IBV_WC_MW_BIND_ERR] = "memory management operation error",
+	    [IBV_WC_BAD_RESP_ERR] = "bad response error",
+	    [IBV_WC_LOC_ACCESS_ERR] = "local access error",
+	    [IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+	    [IBV_WC_REM_ACCESS_ERR] = "remote access error",
+	    [IBV_WC_REM_OP_ERR] = "remote operation error",
+	    [IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+	    [IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+	    [IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+	    [IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+	    [IBV_WC_REM_ABORT_ERR] = "aborted error",
+	    [IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+	    [IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+	    [IBV_WC_FATAL_ERR] = "fatal error",
+	    [IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+	    [IBV_WC_GENERAL_ERR] = "general error",
+	};
+	if ((unsigned)status < sizeof(names) / sizeof(names[0]) && names[status])
+		return names[status];
+	return "unknown";
+}
+
+const char *ibv_event_type_str(enum ibv_event_type event)
+{
+	static const char *const names[] = {
+	    [IBV_EVENT_CQ_ERR] = "CQ error",
+	    [IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
+	    [IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
+	    [IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+	    [IBV_EVENT_COMM_EST] = "communication established",
+	    [IBV_EVENT_SQ_DRAINED] = "send queue drained",
+	    [IBV_EVENT_PATH_MIG] = "path migrated",
+	    [IBV_EVENT_PATH_MIG_ERR] = "path migration request error",
+	    [IBV_EVENT_DEVICE_FATAL] = "local catastrophic error",
+	    [IBV_EVENT_PORT_ACTIVE] = "port active",
+	    [IBV_EVENT_PORT_ERR] = "port error",
+	    [IBV_EVENT_LID_CHANGE] = "LID change",
+	    [IBV_EVENT_PKEY_CHANGE] = "P_Key change",
+	    [IBV_EVENT_SM_CHANGE] = "SM change",
+	    [IBV_EVENT_SRQ_ERR] = "SRQ catastrophic error",
+	    [IBV_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
+	    [IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
+	    [IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
+	    [IBV_EVENT_GID_CHANGE] = "GID table change",
+	    [IBV_EVENT_WQ_FATAL] = "WQ fatal",
+	};
+	if ((unsigned)event < sizeof(names) / sizeof(names[0]) && names[event])
+		return names[event];
+	return "unknown";
+}
+
+const char *ibv_port_state_str(enum ibv_port_state state)
+{
+	static const char *const names[] = {"PORT_NOP",	  "PORT_DOWN",	 "PORT_INIT",
+					    "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
+	if ((unsigned)state < sizeof(names) / sizeof(names[0]))
+		return names[state];
+	return "invalid state";
+}
+
+const char *ibv_node_type_str(enum ibv_node_type node_type)
+{
+	switch (node_type) {
+	case IBV_NODE_CA:
+		return "InfiniBand channel adapter";
+	case IBV_NODE_SWITCH:
+		return "InfiniBand switch";
+	case IBV_NODE_ROUTER:
+		return "InfiniBand router";
+	case IBV_NODE_RNIC:
+		return "iWARP NIC";
+	default:
+		return "unknown";
+	}
+}

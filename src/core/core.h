@@ -1,0 +1,102 @@
+/* The progress loop: the only place that moves packets between the engine and the I/O
+ * backend (DESIGN.md decision 2 and 4).
+ *
+ * One core_ctx per opened device. It owns the UDP socket (io/), the QP number table, the run
+ * list of QPs with packets to send, and a progress thread for passive traffic and timers.
+ * Application threads that post or poll run the same loop themselves when they can take the
+ * lock, so the latency path has no cross-thread hand-off; the progress thread backs off while
+ * an application thread is polling, so the two do not spin against each other on two cores.
+ *
+ * Locking: one mutex per context (core_lock). Every engine call and every object the engine
+ * touches (QPs, CQs, SRQs, MR table) is used only under it. */
+#ifndef SOFTRDMA_CORE_H
+#define SOFTRDMA_CORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine/eng.h"
+
+struct core_ctx;
+
+struct core_config {
+	uint8_t local_addr[16]; /* IPv4-mapped IPv4 address the device's socket binds */
+	uint16_t port;		/* UDP port, 0 = 4791 */
+	const char *fault_spec; /* io/fault.h syntax, or NULL (then $SOFTRDMA_FAULT is read) */
+	bool no_thread;		/* tests: no progress thread, the caller drives core_progress */
+};
+
+/* Where a connected QP's packets go (from its address vector). */
+struct core_path {
+	uint8_t src[16]; /* local GID (IPv4-mapped) */
+	uint8_t dst[16]; /* peer GID (IPv4-mapped) */
+	uint16_t sport;	 /* UDP source port (rxe's per-QP entropy) */
+	uint8_t tos;	 /* GRH traffic class: DSCP << 2 | ECN */
+	uint8_t ttl;	 /* GRH hop limit */
+};
+
+/* Creates the context, without touching the network: opening a device only to query it
+ * binds nothing. Returns 0 or -ENOMEM. cfg is copied (fault_spec must stay valid). */
+int core_ctx_create(const struct core_config *cfg, struct core_ctx **out);
+/* Opens the socket and starts the progress thread, once (at the first QP). Call under the
+ * lock. Returns 0, or a negative errno with a message in err (e.g. -EADDRINUSE: another
+ * program holds UDP port 4791 on that address). */
+int core_start(struct core_ctx *c, char *err, size_t errlen);
+bool core_started(const struct core_ctx *c);
+void core_ctx_destroy(struct core_ctx *c);
+
+void core_lock(struct core_ctx *c);
+void core_unlock(struct core_ctx *c);
+
+/* QPNs of this context are (slot << 16) | n, so the kernel steers their packets to this
+ * process (io/io.h). */
+uint32_t core_qpn_base(const struct core_ctx *c);
+/* Highest n in a QPN this context hands out. */
+#define CORE_MAX_QP 4096
+
+/* Enters / removes a QP in the QPN table (under the lock). qpn must be core_qpn_base + n,
+ * 1 <= n < CORE_MAX_QP. Returns 0, -EINVAL or -EEXIST. */
+int core_qp_attach(struct core_ctx *c, struct eng_qp *qp, uint32_t qpn);
+void core_qp_detach(struct core_ctx *c, uint32_t qpn);
+/* Sets the path of a QP (at INIT->RTR). Returns 0 or a negative errno. */
+int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *path);
+
+/* The eng_env.wake callback target: queues the QP for output. */
+void core_qp_wake(struct core_ctx *c, struct eng_qp *qp);
+
+/* One pass of the loop, under the lock: receive a batch, run timers, send what is due.
+ * Returns true if it did anything. */
+bool core_progress(struct core_ctx *c);
+/* Called by the application's polling threads before they poll (records that the
+ * application is actively polling, which makes the progress thread back off). */
+void core_note_app_poll(struct core_ctx *c);
+
+uint64_t core_now_ns(void);
+
+/* Prints every non-zero counter (context, UDP backend, fault stage) / of one QP, one line
+ * each, to f. Used when $SOFTRDMA_STATS is set (verbs.c, device.c). Under the lock. */
+void core_dump_counters(struct core_ctx *c, FILE *f);
+void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
+
+/* Context-wide counters (drops before a packet reaches a QP), X(name, description). */
+#define CORE_COUNTERS(X)                                                                           \
+	X(rx_packets, "UDP datagrams received")                                                    \
+	X(tx_packets, "UDP datagrams sent")                                                        \
+	X(rx_parse_errors, "packets dropped: malformed (see wire reasons)")                        \
+	X(rx_bad_icrc, "packets dropped: ICRC mismatch")                                           \
+	X(rx_unknown_qp, "packets dropped: no such destination QP")                                \
+	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \
+	X(rx_wrong_peer, "packets dropped: source address is not the QP's peer")                   \
+	X(tx_errors, "packets not sent: socket error")
+
+enum core_counter {
+#define CORE_COUNTER_ENUM(name, desc) CORE_CNT_##name,
+	CORE_COUNTERS(CORE_COUNTER_ENUM)
+#undef CORE_COUNTER_ENUM
+	    CORE_CNT__COUNT
+};
+extern const char *const core_counter_names[CORE_CNT__COUNT];
+const uint64_t *core_counters(const struct core_ctx *c);
+
+#endif

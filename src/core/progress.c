@@ -1,0 +1,619 @@
+/* The progress loop (core.h). */
+#define _GNU_SOURCE
+#include "core/core.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/fault.h"
+#include "io/io.h"
+#include "wire/roce/roce.h"
+
+#define BATCH 32
+/* Room for the largest packet: headers, 4096 bytes of payload, pad, ICRC. */
+#define PKT_ROOM (ROCE_MAX_HDR_LEN + 4096 + 4 + ROCE_ICRC_LEN)
+/* Packets one QP may emit per pass before the others get a turn. */
+#define QP_BURST 64
+/* The application counts as polling for this long after its last poll. */
+#define APP_ACTIVE_NS 2000000ull
+/* Longest the progress thread sleeps without looking at the time. */
+#define MAX_SLEEP_NS 20000000ull
+
+const char *const core_counter_names[CORE_CNT__COUNT] = {
+#define CORE_COUNTER_NAME(name, desc) #name,
+    CORE_COUNTERS(CORE_COUNTER_NAME)
+#undef CORE_COUNTER_NAME
+};
+
+struct core_qp {
+	struct eng_qp *qp;
+	uint32_t qpn;
+	bool has_path;
+	bool queued;
+	uint16_t sport_ref; /* the source port whose socket reference we hold */
+	uint8_t id_mode;    /* enum id_mode: what the peer puts in the IPv4 identification */
+	struct core_path path;
+	struct core_qp *next_run;
+};
+
+/* The receive check solves the ICRC for the IPv4 ID it cannot see (roce_icrc_check), which
+ * leaves 16 bits of the CRC unchecked. A softrdma peer always sends ID 0, so once a QP's peer
+ * has shown ID 0, a packet that needs another ID is corrupt: the full 32 bits are checked.
+ * A kernel peer (rxe) sends varying IDs and keeps the 16-bit residual check. */
+enum id_mode { ID_UNKNOWN, ID_ZERO, ID_ANY };
+
+struct core_ctx {
+	pthread_mutex_t lock;
+	struct core_config cfg;
+	struct io_udp *io;
+	struct io_fault *fault;
+	uint32_t qpn_base;
+	struct core_qp qps[CORE_MAX_QP];
+	uint32_t active[CORE_MAX_QP]; /* indices of attached QPs, for timers */
+	uint32_t nactive;
+	struct core_qp *run_head, *run_tail;
+	uint64_t counters[CORE_CNT__COUNT];
+
+	/* progress thread */
+	pthread_t thread;
+	bool has_thread;
+	atomic_bool stop;
+	int epfd;
+	int kickfd;
+	bool sock_armed;
+	_Atomic uint64_t last_app_poll;
+	_Atomic uint64_t thread_wake_at; /* when the sleeping thread will look again */
+	uint64_t next_deadline;
+
+	uint8_t rxbuf[BATCH][PKT_ROOM];
+	uint8_t txbuf[BATCH][PKT_ROOM];
+	struct io_pkt rx[BATCH];
+	struct io_pkt tx[BATCH];
+	int ntx;
+};
+
+uint64_t core_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void core_lock(struct core_ctx *c)
+{
+	pthread_mutex_lock(&c->lock);
+}
+
+void core_unlock(struct core_ctx *c)
+{
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint32_t core_qpn_base(const struct core_ctx *c)
+{
+	return c->qpn_base;
+}
+
+const uint64_t *core_counters(const struct core_ctx *c)
+{
+	return c->counters;
+}
+
+static struct core_qp *slot_of(struct core_ctx *c, uint32_t qpn)
+{
+	if ((qpn & ~0xFFFFu) != c->qpn_base)
+		return NULL;
+	uint32_t n = qpn & 0xFFFFu;
+	if (n == 0 || n >= CORE_MAX_QP)
+		return NULL;
+	return &c->qps[n];
+}
+
+int core_qp_attach(struct core_ctx *c, struct eng_qp *qp, uint32_t qpn)
+{
+	struct core_qp *s = slot_of(c, qpn);
+	if (!s)
+		return -EINVAL;
+	if (s->qp)
+		return -EEXIST;
+	memset(s, 0, sizeof(*s));
+	s->qp = qp;
+	s->qpn = qpn;
+	c->active[c->nactive++] = qpn & 0xFFFFu;
+	return 0;
+}
+
+void core_qp_detach(struct core_ctx *c, uint32_t qpn)
+{
+	struct core_qp *s = slot_of(c, qpn);
+	if (!s || !s->qp)
+		return;
+	if (s->has_path)
+		io_udp_sport_put(c->io, s->sport_ref);
+	/* Unlink from the run list. */
+	struct core_qp **pp = &c->run_head;
+	c->run_tail = NULL;
+	while (*pp) {
+		if (*pp == s) {
+			*pp = s->next_run;
+			continue;
+		}
+		c->run_tail = *pp;
+		pp = &(*pp)->next_run;
+	}
+	for (uint32_t i = 0; i < c->nactive; i++) {
+		if (c->active[i] == (qpn & 0xFFFFu)) {
+			c->active[i] = c->active[--c->nactive];
+			break;
+		}
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *path)
+{
+	struct core_qp *s = slot_of(c, qpn);
+	if (!s || !s->qp)
+		return -EINVAL;
+	int ret = io_udp_sport_get(c->io, path->sport);
+	if (ret < 0)
+		return ret;
+	if (s->has_path)
+		io_udp_sport_put(c->io, s->sport_ref);
+	s->sport_ref = path->sport;
+	s->path = *path;
+	/* The port is held by someone else: packets leave from the main socket, and the ICRC
+	 * must cover the port they really carry. */
+	if (ret == 1)
+		s->path.sport = io_udp_port(c->io);
+	s->has_path = true;
+	s->id_mode = ID_UNKNOWN;
+	return 0;
+}
+
+void core_qp_wake(struct core_ctx *c, struct eng_qp *qp)
+{
+	struct core_qp *s = slot_of(c, eng_qp_num(qp));
+	if (!s || s->qp != qp || s->queued)
+		return;
+	s->queued = true;
+	s->next_run = NULL;
+	if (c->run_tail)
+		c->run_tail->next_run = s;
+	else
+		c->run_head = s;
+	c->run_tail = s;
+}
+
+void core_note_app_poll(struct core_ctx *c)
+{
+	atomic_store_explicit(&c->last_app_poll, core_now_ns(), memory_order_relaxed);
+}
+
+/* ---- transmit ---- */
+
+static void flush_tx(struct core_ctx *c, uint64_t now)
+{
+	if (c->ntx == 0)
+		return;
+	int sent = c->fault ? io_fault_send(c->fault, c->io, c->tx, c->ntx, now)
+			    : io_udp_send(c->io, c->tx, c->ntx);
+	if (sent < 0)
+		sent = 0;
+	c->counters[CORE_CNT_tx_packets] += (uint64_t)sent;
+	c->counters[CORE_CNT_tx_errors] += (uint64_t)(c->ntx - sent);
+	c->ntx = 0;
+}
+
+/* Pulls up to QP_BURST packets from one QP into the transmit batch. Returns true if the QP
+ * may have more. The engine copies the payload straight to where it goes in the datagram;
+ * the headers are written in front of it, so a payload byte is copied once. */
+static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
+{
+	for (int n = 0; n < QP_BURST; n++) {
+		if (c->ntx == BATCH)
+			flush_tx(c, now);
+		uint8_t *room = c->txbuf[c->ntx];
+		uint8_t *payload = room + ROCE_MAX_HDR_LEN;
+		struct roce_pkt pkt;
+		if (eng_qp_output(s->qp, now, &pkt, payload,
+				  PKT_ROOM - ROCE_MAX_HDR_LEN - 4 - ROCE_ICRC_LEN) != 1)
+			return false;
+		if (!s->has_path)
+			continue; /* nowhere to send: a QP without an address vector */
+		size_t hlen = roce_hdr_len(pkt.bth.opcode);
+		uint8_t *start = payload - hlen;
+		if (hlen == 0 || roce_build_hdrs(&pkt, start, hlen) != hlen)
+			continue;
+		size_t len = hlen + pkt.payload_len;
+		size_t pad = (4 - (pkt.payload_len & 3)) & 3;
+		memset(start + len, 0, pad);
+		len += pad;
+		struct roce_envelope env = {.ipv6 = false,
+					    .ip_id = 0,
+					    .df = true,
+					    .sport = s->path.sport,
+					    .dport = ROCE_UDP_PORT};
+		memcpy(env.src, s->path.src, 16);
+		memcpy(env.dst, s->path.dst, 16);
+		roce_icrc_put(start + len, roce_icrc(&env, start, len));
+		len += ROCE_ICRC_LEN;
+
+		struct io_pkt *p = &c->tx[c->ntx++];
+		p->buf = start;
+		p->len = len;
+		p->cap = len;
+		p->ipv6 = false;
+		memcpy(p->src, s->path.src, 16);
+		memcpy(p->dst, s->path.dst, 16);
+		p->sport = s->path.sport;
+		p->dport = ROCE_UDP_PORT;
+		p->tos = s->path.tos;
+		p->ttl = s->path.ttl;
+	}
+	return true;
+}
+
+static bool run_output(struct core_ctx *c, uint64_t now)
+{
+	bool did = false;
+	/* Take the current list; QPs woken while we drain go on a fresh one. */
+	struct core_qp *s = c->run_head;
+	c->run_head = c->run_tail = NULL;
+	while (s) {
+		struct core_qp *next = s->next_run;
+		s->queued = false;
+		did = true;
+		if (drain_qp(c, s, now))
+			core_qp_wake(c, s->qp); /* more to send: back of the line */
+		s = next;
+	}
+	flush_tx(c, now);
+	return did;
+}
+
+/* ---- receive ---- */
+
+static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
+{
+	struct roce_pkt pkt;
+	if (roce_parse(p->buf, p->len, &pkt) != ROCE_ERR_NONE) {
+		c->counters[CORE_CNT_rx_parse_errors]++;
+		return;
+	}
+	struct roce_envelope env = {
+	    .ipv6 = p->ipv6, .df = true, .sport = p->sport, .dport = p->dport};
+	memcpy(env.src, p->src, 16);
+	memcpy(env.dst, p->dst, 16);
+	uint16_t ip_id = 0;
+	if (roce_icrc_check(&env, p->buf, p->len, &ip_id) != 0) {
+		c->counters[CORE_CNT_rx_bad_icrc]++;
+		return;
+	}
+	struct core_qp *s = slot_of(c, pkt.bth.dqpn);
+	if (!s || !s->qp) {
+		c->counters[CORE_CNT_rx_unknown_qp]++;
+		return;
+	}
+	if (!s->has_path) {
+		c->counters[CORE_CNT_rx_no_path]++;
+		return;
+	}
+	/* RC: the IP source must be the QP's peer (rxe check_addr). */
+	if (memcmp(p->src, s->path.dst, 16) != 0) {
+		c->counters[CORE_CNT_rx_wrong_peer]++;
+		return;
+	}
+	if (s->id_mode == ID_UNKNOWN) {
+		s->id_mode = ip_id == 0 ? ID_ZERO : ID_ANY;
+	} else if (s->id_mode == ID_ZERO && ip_id != 0) {
+		c->counters[CORE_CNT_rx_bad_icrc]++;
+		return;
+	}
+	eng_qp_input(s->qp, &pkt, now);
+}
+
+static bool run_input(struct core_ctx *c, uint64_t now)
+{
+	for (int i = 0; i < BATCH; i++) {
+		c->rx[i].buf = c->rxbuf[i];
+		c->rx[i].cap = PKT_ROOM;
+	}
+	int n = io_udp_recv(c->io, c->rx, BATCH);
+	if (n <= 0)
+		return false;
+	c->counters[CORE_CNT_rx_packets] += (uint64_t)n;
+	for (int i = 0; i < n; i++)
+		input_one(c, &c->rx[i], now);
+	return true;
+}
+
+static void run_timers(struct core_ctx *c, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	for (uint32_t i = 0; i < c->nactive; i++) {
+		struct core_qp *s = &c->qps[c->active[i]];
+		uint64_t d = eng_qp_deadline(s->qp);
+		if (d <= now) {
+			eng_qp_timer(s->qp, now);
+			d = eng_qp_deadline(s->qp);
+		}
+		if (d < next)
+			next = d;
+	}
+	/* Steering bookkeeping: liveness of the other processes on our port (io.h). */
+	if (io_udp_next_service_ns(c->io) <= now)
+		io_udp_service(c->io);
+	uint64_t svc = io_udp_next_service_ns(c->io);
+	if (svc < next)
+		next = svc;
+	if (c->fault) {
+		io_fault_flush(c->fault, c->io, now);
+		uint64_t d = io_fault_deadline(c->fault);
+		if (d < next)
+			next = d;
+	}
+	c->next_deadline = next;
+}
+
+static void kick_thread_if_late(struct core_ctx *c)
+{
+	if (!c->has_thread)
+		return;
+	uint64_t wake_at = atomic_load_explicit(&c->thread_wake_at, memory_order_relaxed);
+	if (c->next_deadline < wake_at) {
+		uint64_t one = 1;
+		if (write(c->kickfd, &one, sizeof(one)) < 0) {
+			/* eventfd counter saturated: the thread is awake anyway */
+		}
+	}
+}
+
+bool core_progress(struct core_ctx *c)
+{
+	if (!c->io)
+		return false; /* no QP yet: nothing can move */
+	uint64_t now = core_now_ns();
+	bool did = run_input(c, now);
+	run_timers(c, now);
+	did |= run_output(c, now);
+	if (c->run_head) /* timers or input made more output due */
+		did |= run_output(c, now);
+	kick_thread_if_late(c);
+	return did;
+}
+
+/* ---- progress thread ---- */
+
+static void arm_socket(struct core_ctx *c, bool arm)
+{
+	if (arm == c->sock_armed)
+		return;
+	struct epoll_event ev = {.events = arm ? (EPOLLIN | EPOLLONESHOT) : 0, .data.u32 = 0};
+	epoll_ctl(c->epfd, EPOLL_CTL_MOD, io_udp_fd(c->io), &ev);
+	c->sock_armed = arm;
+}
+
+static void *progress_main(void *arg)
+{
+	struct core_ctx *c = arg;
+	while (!atomic_load(&c->stop)) {
+		uint64_t now = core_now_ns();
+		bool app_active =
+		    now - atomic_load_explicit(&c->last_app_poll, memory_order_relaxed) <
+		    APP_ACTIVE_NS;
+		/* While the application polls it moves the packets itself; the thread only
+		 * watches timers then, instead of being woken for every datagram. */
+		arm_socket(c, !app_active);
+		core_lock(c);
+		uint64_t deadline = c->next_deadline;
+		core_unlock(c);
+		uint64_t wake = now + MAX_SLEEP_NS;
+		if (app_active && now + APP_ACTIVE_NS < wake)
+			wake = now + APP_ACTIVE_NS;
+		if (deadline < wake)
+			wake = deadline;
+		atomic_store_explicit(&c->thread_wake_at, wake, memory_order_relaxed);
+		struct timespec ts = {0, 0};
+		if (wake > now) {
+			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
+			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
+		}
+		struct epoll_event evs[4];
+		int n = epoll_pwait2(c->epfd, evs, 4, &ts, NULL);
+		atomic_store_explicit(&c->thread_wake_at, 0, memory_order_relaxed);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u32 == 1) {
+				uint64_t v;
+				if (read(c->kickfd, &v, sizeof(v)) < 0) {
+					/* spurious: nothing to clear */
+				}
+			} else {
+				c->sock_armed = false; /* one-shot fired */
+			}
+		}
+		if (atomic_load(&c->stop))
+			break;
+		core_lock(c);
+		for (int i = 0; i < 64 && core_progress(c); i++) {
+		}
+		core_unlock(c);
+	}
+	return NULL;
+}
+
+int core_ctx_create(const struct core_config *cfg, struct core_ctx **out)
+{
+	struct core_ctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_init(&c->lock, NULL);
+	c->cfg = *cfg;
+	c->epfd = -1;
+	c->kickfd = -1;
+	c->next_deadline = UINT64_MAX;
+	*out = c;
+	return 0;
+}
+
+bool core_started(const struct core_ctx *c)
+{
+	return c->io != NULL;
+}
+
+int core_start(struct core_ctx *c, char *err, size_t errlen)
+{
+	int ret;
+	if (c->io)
+		return 0;
+	struct io_udp_config icfg = {0};
+	icfg.family = AF_INET;
+	memcpy(icfg.addr, c->cfg.local_addr, 16);
+	icfg.port = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
+	/* Room for a full window of 4 KiB packets from many QPs (the kernel may clamp it). */
+	icfg.rcvbuf = 8 << 20;
+	icfg.sndbuf = 4 << 20;
+	struct io_udp *io;
+	ret = io_udp_open(&icfg, &io);
+	if (ret < 0) {
+		if (ret == -EADDRINUSE)
+			snprintf(err, errlen,
+				 "UDP port %u is held by another program (the kernel's rdma_rxe?); "
+				 "softrdma processes share it only among themselves",
+				 icfg.port);
+		else
+			snprintf(err, errlen, "cannot open the UDP socket: %s", strerror(-ret));
+		return ret;
+	}
+
+	const char *spec = c->cfg.fault_spec ? c->cfg.fault_spec : getenv(IO_FAULT_ENV);
+	if (spec && *spec) {
+		struct io_fault_cfg fcfg;
+		char ferr[128];
+		ret = io_fault_parse(spec, &fcfg, ferr, sizeof(ferr));
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: %s", IO_FAULT_ENV, ferr);
+			goto close_io;
+		}
+		ret = io_fault_create(&fcfg, 4096, PKT_ROOM, &c->fault);
+		if (ret < 0) {
+			snprintf(err, errlen, "fault injection: %s", strerror(-ret));
+			goto close_io;
+		}
+	}
+
+	if (!c->cfg.no_thread) {
+		c->epfd = epoll_create1(EPOLL_CLOEXEC);
+		c->kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (c->epfd < 0 || c->kickfd < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "epoll/eventfd: %s", strerror(errno));
+			goto close_fds;
+		}
+		struct epoll_event ev = {.events = 0, .data.u32 = 0};
+		epoll_ctl(c->epfd, EPOLL_CTL_ADD, io_udp_fd(io), &ev);
+		ev.events = EPOLLIN;
+		ev.data.u32 = 1;
+		epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->kickfd, &ev);
+	}
+	c->qpn_base = (uint32_t)io_udp_slot(io) << 16;
+	c->io = io;
+	if (!c->cfg.no_thread) {
+		ret = -pthread_create(&c->thread, NULL, progress_main, c);
+		if (ret < 0) {
+			snprintf(err, errlen, "progress thread: %s", strerror(-ret));
+			c->io = NULL;
+			goto close_fds;
+		}
+		c->has_thread = true;
+	}
+	return 0;
+
+close_fds:
+	if (c->epfd >= 0)
+		close(c->epfd);
+	if (c->kickfd >= 0)
+		close(c->kickfd);
+	c->epfd = c->kickfd = -1;
+	if (c->fault)
+		io_fault_destroy(c->fault);
+	c->fault = NULL;
+close_io:
+	io_udp_close(io);
+	return ret;
+}
+
+void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f)
+{
+	(void)c;
+	const uint64_t *v = eng_qp_counters(qp);
+	fprintf(f, "softrdma: QP 0x%06x:", eng_qp_num(qp));
+	for (int i = 0; i < ENG_CNT__COUNT; i++)
+		if (v[i])
+			fprintf(f, " %s=%llu", eng_counter_names[i], (unsigned long long)v[i]);
+	fprintf(f, "\n");
+}
+
+void core_dump_counters(struct core_ctx *c, FILE *f)
+{
+	fprintf(f, "softrdma: context:");
+	for (int i = 0; i < CORE_CNT__COUNT; i++)
+		if (c->counters[i])
+			fprintf(f, " %s=%llu", core_counter_names[i],
+				(unsigned long long)c->counters[i]);
+	fprintf(f, "\n");
+	if (c->io) {
+		uint64_t v[IO_UDP_NCOUNTERS];
+		io_udp_counters(c->io, v);
+		fprintf(f, "softrdma: udp:");
+		for (int i = 0; i < IO_UDP_NCOUNTERS; i++)
+			if (v[i])
+				fprintf(f, " %s=%llu", io_udp_counter_name((enum io_udp_counter)i),
+					(unsigned long long)v[i]);
+		fprintf(f, "\n");
+	}
+	if (c->fault) {
+		uint64_t v[IO_FAULT_NCOUNTERS];
+		io_fault_counters(c->fault, v);
+		fprintf(f, "softrdma: faults:");
+		for (int i = 0; i < IO_FAULT_NCOUNTERS; i++)
+			if (v[i])
+				fprintf(f, " %s=%llu",
+					io_fault_counter_name((enum io_fault_counter)i),
+					(unsigned long long)v[i]);
+		fprintf(f, "\n");
+	}
+}
+
+void core_ctx_destroy(struct core_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->has_thread) {
+		atomic_store(&c->stop, true);
+		uint64_t one = 1;
+		if (write(c->kickfd, &one, sizeof(one)) < 0) {
+			/* the thread will see stop at its next wake-up */
+		}
+		pthread_join(c->thread, NULL);
+	}
+	if (c->epfd >= 0)
+		close(c->epfd);
+	if (c->kickfd >= 0)
+		close(c->kickfd);
+	if (c->fault)
+		io_fault_destroy(c->fault);
+	if (c->io)
+		io_udp_close(c->io);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}

@@ -1,0 +1,389 @@
+/* Completer: inbound ACKs, NAKs, read responses and atomic ACKs (rxe_comp.c's role), the
+ * retry and RNR policy with its two timers, and send completions strictly in WQE order.
+ *
+ * comp.psn is the oldest PSN not yet acknowledged or answered. Every response carries a PSN
+ * in [comp.psn, req.psn_hi); an ACK for n, and any response for n, acknowledge all SEND /
+ * WRITE packets before it (coalescing, spec 5.1). A READ / ATOMIC is complete only with its
+ * own response, so an acknowledgement that passes one means that response was lost: an
+ * implicit NAK, answered with go-back-N (spec 5.5). */
+#include "engine/eng_int.h"
+
+void eng_comp_reset(struct eng_qp *qp)
+{
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	qp->comp.ack_deadline = UINT64_MAX;
+	qp->comp.rnr_deadline = UINT64_MAX;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+}
+
+void eng_comp_arm(struct eng_qp *qp, uint64_t now)
+{
+	uint64_t t;
+
+	if (qp->comp.ack_deadline != UINT64_MAX || qp->comp.rnr_deadline != UINT64_MAX ||
+	    qp->attr.timeout == 0 || psn_cmp(qp->comp.psn, qp->req.psn_hi) >= 0)
+		return;
+	t = roce_ack_timeout_ns(qp->attr.timeout);
+	if (t)
+		qp->comp.ack_deadline = now + t;
+}
+
+static void complete_send(struct eng_qp *qp, const struct eng_swqe *w)
+{
+	struct ibv_wc wc = {0};
+
+	/* Unsignaled WRs complete silently when they succeed (IBA 10.8.3.1). */
+	if (w->status == IBV_WC_SUCCESS && !w->signaled)
+		return;
+	wc.wr_id = w->wr_id;
+	wc.status = w->status;
+	wc.opcode = eng_ops[w->op].wc_opcode;
+	wc.byte_len = w->status == IBV_WC_SUCCESS ? w->length : 0;
+	eng_qp_complete(qp, qp->init.send_cq, &wc, false);
+}
+
+void eng_comp_retire(struct eng_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct eng_swqe *w = eng_swqe_at(qp, qp->sq_head);
+
+		if (w->state != ENG_SWQE_DONE && w->state != ENG_SWQE_ERROR)
+			return;
+		if (eng_idx_before(qp->sq_head, qp->req.idx)) {
+			if (eng_ops[w->op].rd_atomic && w->state == ENG_SWQE_DONE)
+				qp->req.rd_out--;
+		} else {
+			/* The requester was resending this WQE (go-back-N): skip it. */
+			qp->req.idx = qp->sq_head + 1;
+			qp->req.offset = 0;
+		}
+		complete_send(qp, w);
+		qp->sq_head++;
+		if (w->state == ENG_SWQE_ERROR) {
+			eng_qp_to_err(qp, 0, false);
+			return;
+		}
+	}
+}
+
+/* The oldest WQE fails with `status`; the QP goes to ERR and the rest is flushed. */
+static void fail_head(struct eng_qp *qp, enum ibv_wc_status status)
+{
+	struct eng_swqe *w;
+
+	if (qp->sq_head == qp->sq_tail) {
+		eng_qp_to_err(qp, 0, false);
+		return;
+	}
+	w = eng_swqe_at(qp, qp->sq_head);
+	w->state = ENG_SWQE_ERROR;
+	w->status = status;
+	eng_comp_retire(qp);
+}
+
+/* A valid acknowledgement moved comp.psn: reset the retry budgets (spec 5.5), restart the
+ * ACK timer, and pull a requester that was resending acknowledged packets forward. */
+static void progress(struct eng_qp *qp, uint64_t now)
+{
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.retrying = false;
+	qp->comp.ack_deadline = UINT64_MAX;
+	if (psn_cmp(qp->req.psn, qp->comp.psn) < 0)
+		eng_req_rewind(qp);
+	eng_comp_arm(qp, now);
+}
+
+/* Everything before PSN `upto` was received by the peer: complete the SEND / WRITE WQEs it
+ * covers, in order, and move comp.psn (never past an unanswered READ / ATOMIC). Returns true
+ * if a READ / ATOMIC lies entirely before `upto` without its response (implicit NAK). */
+static bool ack_upto(struct eng_qp *qp, uint32_t upto, uint64_t now)
+{
+	uint32_t target = upto;
+	bool lost = false;
+
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct eng_swqe *w = eng_swqe_at(qp, i);
+
+		if (w->state != ENG_SWQE_ACTIVE)
+			break;
+		if (!eng_ops[w->op].rd_atomic) {
+			if (psn_cmp(w->last_psn, upto) < 0) {
+				w->state = ENG_SWQE_DONE;
+				continue;
+			}
+			break;
+		}
+		{
+			uint32_t resume = psn_add(w->first_psn, w->read_done / qp->attr.pmtu);
+
+			if (psn_cmp(resume, target) < 0)
+				target = resume;
+			if (psn_cmp(w->last_psn, upto) < 0)
+				lost = true;
+		}
+		break;
+	}
+	eng_comp_retire(qp);
+	if (qp->state == IBV_QPS_ERR)
+		return false;
+	if (psn_cmp(target, qp->comp.psn) > 0) {
+		qp->comp.psn = target;
+		progress(qp, now);
+	}
+	return lost;
+}
+
+/* Go-back-N from comp.psn (rxe req_retry). A retry already under way and not yet moving is
+ * not restarted by more NAKs, only by the timer (spec 5.5). */
+static bool retry(struct eng_qp *qp, uint64_t now, bool timeout)
+{
+	(void)now;
+	if (!timeout && qp->comp.retrying)
+		return false;
+	if (qp->comp.rnr_deadline != UINT64_MAX)
+		return false; /* the RNR wait ends in a go-back-N anyway */
+	if (qp->attr.retry_cnt != ENG_RETRY_INFINITE) {
+		if (qp->comp.retry_left == 0) {
+			fail_head(qp, IBV_WC_RETRY_EXC_ERR);
+			return false;
+		}
+		qp->comp.retry_left--;
+	}
+	qp->comp.retrying = true;
+	qp->comp.ack_deadline = UINT64_MAX; /* restarted by the first resent packet */
+	eng_req_rewind(qp);
+	return true;
+}
+
+static void implicit_nak(struct eng_qp *qp, uint64_t now)
+{
+	if (retry(qp, now, false))
+		ENG_INC(qp, implicit_naks);
+}
+
+static void on_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
+{
+	uint32_t psn = pkt->bth.psn;
+	uint8_t syn = pkt->aeth.syndrome;
+	bool lost;
+
+	switch (syn & ROCE_AETH_TYPE_MASK) {
+	case ROCE_AETH_ACK:
+		ENG_INC(qp, rx_packets);
+		if (ack_upto(qp, psn_add(psn, 1), now))
+			implicit_nak(qp, now);
+		return;
+	case ROCE_AETH_RNR_NAK:
+		ENG_INC(qp, rnr_naks_rcvd);
+		ENG_INC(qp, rx_packets);
+		ack_upto(qp, psn, now);
+		if (qp->state == IBV_QPS_ERR || qp->comp.rnr_deadline != UINT64_MAX)
+			return;
+		if (qp->attr.rnr_retry != ENG_RETRY_INFINITE) {
+			if (qp->comp.rnr_left == 0) {
+				fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			qp->comp.rnr_left--;
+		}
+		/* Wait the time the responder asked for, then go back to the NAKed PSN. */
+		qp->comp.rnr_deadline =
+		    now + (uint64_t)roce_rnr_timer_us(syn & ROCE_AETH_VALUE_MASK) * 1000u;
+		qp->comp.ack_deadline = UINT64_MAX;
+		return;
+	case ROCE_AETH_NAK:
+		ENG_INC(qp, rx_packets);
+		if ((syn & ROCE_AETH_VALUE_MASK) == ROCE_NAK_PSN_SEQ) {
+			/* Everything before the NAK's PSN arrived (spec 5.5). */
+			ENG_INC(qp, seq_naks_rcvd);
+			ack_upto(qp, psn, now);
+			if (qp->state != IBV_QPS_ERR)
+				retry(qp, now, false);
+			return;
+		}
+		ENG_INC(qp, naks_rcvd);
+		lost = ack_upto(qp, psn, now);
+		(void)lost;
+		if (qp->state != IBV_QPS_ERR)
+			fail_head(qp, eng_nak_status(syn));
+		return;
+	default:
+		ENG_INC(qp, drop_unexpected_ack);
+		return;
+	}
+}
+
+/* Scatters `len` bytes into a WQE's local buffers at `offset`, all pieces checked first. */
+static int place(struct eng_qp *qp, const struct eng_swqe *w, uint32_t offset, const void *src,
+		 uint32_t len)
+{
+	struct eng_iov iov[ENG_MAX_SGE];
+	const uint8_t *p = src;
+	int n = eng_sge_resolve(qp, w->sge, w->num_sge, offset, len, IBV_ACCESS_LOCAL_WRITE, iov);
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		memcpy(iov[i].ptr, p, iov[i].len);
+		p += iov[i].len;
+	}
+	return 0;
+}
+
+/* The started WQE whose PSN range holds `psn`, walking from the oldest; NULL if none.
+ * *lost is set if an unanswered READ / ATOMIC lies entirely before `psn`. */
+static struct eng_swqe *wqe_for_psn(struct eng_qp *qp, uint32_t psn, bool *lost)
+{
+	*lost = false;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct eng_swqe *w = eng_swqe_at(qp, i);
+
+		if (w->state != ENG_SWQE_ACTIVE)
+			return NULL;
+		if (psn_cmp(psn, w->last_psn) <= 0)
+			return psn_cmp(psn, w->first_psn) >= 0 ? w : NULL;
+		if (eng_ops[w->op].rd_atomic)
+			*lost = true;
+	}
+	return NULL;
+}
+
+/* A response that answers nothing outstanding: if it passed an unanswered READ / ATOMIC,
+ * that one's response was lost (implicit NAK); otherwise it is stale and dropped. */
+static void unmatched_response(struct eng_qp *qp, uint32_t psn, bool lost, uint64_t now)
+{
+	if (!lost) {
+		ENG_INC(qp, drop_unexpected_ack);
+		return;
+	}
+	ENG_INC(qp, rx_packets);
+	ack_upto(qp, psn, now);
+	if (qp->state != IBV_QPS_ERR)
+		implicit_nak(qp, now);
+}
+
+static void on_atomic_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
+{
+	uint32_t psn = pkt->bth.psn;
+	bool lost;
+	struct eng_swqe *w = wqe_for_psn(qp, psn, &lost);
+
+	if (!w || (w->op != ENG_OP_CMP_SWAP && w->op != ENG_OP_FETCH_ADD) || lost) {
+		unmatched_response(qp, psn, lost, now);
+		return;
+	}
+	/* Valid: everything before it was received, then the atomic itself. */
+	ENG_INC(qp, rx_packets);
+	ack_upto(qp, psn, now);
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	if (place(qp, w, 0, &pkt->atomic_orig, 8) < 0) {
+		fail_head(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	w->state = ENG_SWQE_DONE;
+	qp->comp.psn = psn_add(psn, 1);
+	eng_comp_retire(qp);
+	progress(qp, now);
+}
+
+static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
+			 const struct roce_pkt *pkt, uint64_t now)
+{
+	uint32_t psn = pkt->bth.psn;
+	uint32_t pmtu = qp->attr.pmtu;
+	bool lost;
+	struct eng_swqe *w = wqe_for_psn(qp, psn, &lost);
+	uint32_t rem, n;
+	uint8_t want;
+	int32_t d;
+
+	if (!w || w->op != ENG_OP_READ || lost) {
+		unmatched_response(qp, psn, lost, now);
+		return;
+	}
+	d = psn_cmp(psn, psn_add(w->first_psn, w->read_done / pmtu));
+	if (d != 0) {
+		/* Responses come in PSN order: ahead means one is missing, so ask again from it
+		 * (the earlier WQEs are acknowledged by this one all the same). */
+		ENG_INC(qp, drop_unexpected_ack);
+		if (d > 0) {
+			ack_upto(qp, psn, now);
+			if (qp->state != IBV_QPS_ERR)
+				implicit_nak(qp, now);
+		}
+		return;
+	}
+	rem = w->length - w->read_done;
+	n = rem < pmtu ? rem : pmtu;
+	if (w->read_done == 0)
+		want = rem <= pmtu ? ROCE_POS_ONLY : ROCE_POS_FIRST;
+	else
+		want = rem <= pmtu ? ROCE_POS_LAST : ROCE_POS_MIDDLE;
+	if (oi->pos != want || pkt->payload_len != n) {
+		ENG_INC(qp, drop_bad_length);
+		return;
+	}
+	ENG_INC(qp, rx_packets);
+	ack_upto(qp, psn, now);
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	if (n && place(qp, w, w->read_done, pkt->payload, n) < 0) {
+		fail_head(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	w->read_done += n;
+	qp->comp.psn = psn_add(psn, 1);
+	if (want & ROCE_POS_LAST) {
+		w->state = ENG_SWQE_DONE;
+		eng_comp_retire(qp);
+	}
+	progress(qp, now);
+}
+
+void eng_comp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt,
+		    uint64_t now)
+{
+	uint32_t psn = pkt->bth.psn;
+
+	/* Only PSNs sent and not yet answered can match (IBA 9.7.5.2.1); anything else is a
+	 * stale duplicate or garbage. */
+	if (qp->sq_head == qp->sq_tail || psn_cmp(psn, qp->comp.psn) < 0 ||
+	    psn_cmp(psn, qp->req.psn_hi) >= 0) {
+		ENG_INC(qp, drop_unexpected_ack);
+		return;
+	}
+	switch (oi->kind) {
+	case ROCE_KIND_ACK:
+		on_ack(qp, pkt, now);
+		break;
+	case ROCE_KIND_ATOMIC_ACK:
+		on_atomic_ack(qp, pkt, now);
+		break;
+	case ROCE_KIND_READ_RESP:
+		on_read_resp(qp, oi, pkt, now);
+		break;
+	default:
+		ENG_INC(qp, drop_bad_opcode);
+		break;
+	}
+}
+
+void eng_comp_timer(struct eng_qp *qp, uint64_t now)
+{
+	if (qp->comp.rnr_deadline <= now) {
+		/* RNR wait over: resend from the NAKed PSN (spec 5.5). */
+		qp->comp.rnr_deadline = UINT64_MAX;
+		qp->comp.retrying = true;
+		eng_req_rewind(qp);
+	}
+	if (qp->comp.ack_deadline <= now) {
+		qp->comp.ack_deadline = UINT64_MAX;
+		if (psn_cmp(qp->comp.psn, qp->req.psn_hi) >= 0)
+			return;
+		ENG_INC(qp, ack_timeouts);
+		retry(qp, now, true);
+	}
+}

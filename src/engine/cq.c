@@ -1,0 +1,66 @@
+/* Completion queue ring (eng.h). The engine is the only producer; the caller polls under the
+ * same lock, so plain free-running indices suffice. */
+#include <stdlib.h>
+
+#include "engine/eng_int.h"
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+int eng_cq_init(struct eng_cq *cq, uint32_t cqe)
+{
+	uint32_t size;
+
+	if (cqe == 0 || cqe > (1u << 24))
+		return -EINVAL;
+	size = pow2_at_least(cqe);
+	memset(cq, 0, sizeof(*cq));
+	cq->ring = calloc(size, sizeof(*cq->ring));
+	if (!cq->ring)
+		return -ENOMEM;
+	cq->mask = size - 1;
+	cq->cqe = cqe;
+	return 0;
+}
+
+void eng_cq_fini(struct eng_cq *cq)
+{
+	free(cq->ring);
+	cq->ring = NULL;
+}
+
+int eng_cq_poll(struct eng_cq *cq, int n, struct ibv_wc *wc)
+{
+	int i = 0;
+
+	while (i < n && cq->head != cq->tail) {
+		wc[i++] = cq->ring[cq->head & cq->mask];
+		cq->head++;
+	}
+	return i;
+}
+
+/* The ring holds mask + 1 >= cqe entries: "at least cqe", as verbs allows. Error completions
+ * also fire a solicited-only arm (IBA 11.4.2.2: unsuccessful completions are reported to
+ * solicited-only requests). */
+int eng_cq_push(struct eng_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	if (cq->tail - cq->head > cq->mask) {
+		cq->overflow = true;
+		return -ENOSPC;
+	}
+	cq->ring[cq->tail & cq->mask] = *wc;
+	cq->tail++;
+	if (cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq->armed = 0;
+		if (cq->notify)
+			cq->notify(cq);
+	}
+	return 0;
+}

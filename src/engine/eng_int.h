@@ -1,0 +1,279 @@
+/* Private to src/engine/: the QP object and the interfaces between the three roles, split as
+ * rxe splits them (spec roce.md section 5):
+ *   req.c   requester: turns send WQEs into request packets (segmentation, PSNs, AckReq,
+ *           ORD / fence / window gates) and rewinds for go-back-N;
+ *   resp.c  responder: sequence, opcode, length and key checks on inbound requests, placement,
+ *           responder resources, and the ordered queue of ACK / NAK / read responses;
+ *   comp.c  completer: inbound ACK / NAK / read and atomic responses, retry and RNR policy,
+ *           timers, and send completions in WQE order;
+ *   qp.c    create, attributes, states, posting, flush, and the public entry points;
+ *   cq.c / rq.c  the completion ring and the receive ring (shared by QPs when an SRQ).
+ *
+ * Threads: none; see eng.h. Every function here is called with the caller's QP lock held. */
+#ifndef SOFTRDMA_ENGINE_ENG_INT_H
+#define SOFTRDMA_ENGINE_ENG_INT_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "engine/eng.h"
+#include "util/psn.h"
+
+/* rxe RXE_MAX_UNACKED_PSNS: the requester stops while req.psn is this far past the oldest
+ * unacknowledged PSN (spec 4.4). */
+#define ENG_MAX_UNACKED_PSNS 128
+/* rxe RXE_MAX_PKT_PER_ACK: AckReq is forced after this many packets without it (spec 5.1). */
+#define ENG_MAX_PKT_PER_ACK 64
+/* Responder output queue: ACK / NAK / atomic ACK / read response jobs, in PSN order. At most
+ * IRD read and atomic jobs and one ACK between consecutive ones are needed with a requester
+ * that respects its ORD; a request finding the queue full is dropped (drop_resp_busy) and
+ * retried by its sender. The last slot is reserved for a fatal NAK. Power of two. */
+#define ENG_RESPQ_SIZE 64
+/* retry_cnt / rnr_retry value meaning "for ever" (rxe for retry_cnt, IBA for rnr_retry). */
+#define ENG_RETRY_INFINITE 7
+
+#define ENG_INC(qp, name) ((qp)->counters[ENG_CNT_##name]++)
+
+/* The operations a send WQE can carry: one row each in eng_ops[] (qp.c). */
+enum eng_op {
+	ENG_OP_SEND,
+	ENG_OP_SEND_IMM,
+	ENG_OP_SEND_INV,
+	ENG_OP_WRITE,
+	ENG_OP_WRITE_IMM,
+	ENG_OP_READ,
+	ENG_OP_CMP_SWAP,
+	ENG_OP_FETCH_ADD,
+	ENG_OP__COUNT
+};
+
+/* Index into eng_op_info.opcode[] by packet position. */
+enum eng_pos_idx { ENG_PI_FIRST, ENG_PI_MIDDLE, ENG_PI_LAST, ENG_PI_ONLY, ENG_PI__COUNT };
+
+/* Protocol facts about one send operation (IBA 9.2 opcode table; spec 3). opcode[] is the RC
+ * BTH opcode per position (0xFF where the operation has no such packet); UC would use +0x20
+ * for SEND and WRITE rows. */
+struct eng_op_info {
+	const char *name;
+	enum ibv_wc_opcode wc_opcode;
+	uint8_t kind; /* enum roce_kind of the request packets */
+	uint8_t opcode[ENG_PI__COUNT];
+	bool payload;	/* SEND / WRITE: the WQE's data travels in request packets */
+	bool rd_atomic; /* READ / ATOMIC: counts against ORD, answered by a response */
+	bool rwr;	/* consumes a receive WQE at the responder */
+};
+extern const struct eng_op_info eng_ops[ENG_OP__COUNT];
+
+/* Send WQE life: POSTED (not started) -> ACTIVE (first packet built; PSNs assigned) -> DONE
+ * (acknowledged / response received, waiting to be retired in order) or ERROR (local
+ * failure, `status` says which). Retiring removes it from the ring. */
+enum eng_swqe_state { ENG_SWQE_POSTED, ENG_SWQE_ACTIVE, ENG_SWQE_DONE, ENG_SWQE_ERROR };
+
+struct eng_swqe {
+	uint64_t wr_id;
+	uint8_t op;    /* enum eng_op */
+	uint8_t state; /* enum eng_swqe_state */
+	bool signaled;
+	bool fence;
+	bool solicited;
+	bool inl; /* data is in inline_data, not behind sge[] */
+	uint32_t num_sge;
+	uint32_t length; /* message length in bytes */
+	struct eng_sge sge[ENG_MAX_SGE];
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add; /* CMP_SWAP compare / FETCH_ADD addend */
+	uint64_t swap;
+	uint8_t imm[4]; /* wire bytes */
+	uint32_t inv_rkey;
+	uint32_t first_psn; /* valid from ACTIVE */
+	uint32_t last_psn;
+	uint32_t read_done; /* READ: response bytes already placed (completer) */
+	enum ibv_wc_status status;
+	uint8_t inline_data[ENG_MAX_INLINE];
+};
+
+/* Responder resource (IBA 9.7.5.1.4, rxe resp_res): what a duplicate READ or ATOMIC needs. */
+enum eng_res_type { ENG_RES_FREE, ENG_RES_READ, ENG_RES_ATOMIC };
+struct eng_res {
+	uint8_t type;
+	uint32_t first_psn, last_psn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+	uint64_t orig; /* ATOMIC: the value before execution, replayed to duplicates */
+};
+
+/* One entry of the responder's output queue. */
+enum eng_job_type { ENG_JOB_ACK, ENG_JOB_ATOMIC_ACK, ENG_JOB_READ };
+struct eng_job {
+	uint8_t type;
+	uint8_t syndrome; /* ACK: AETH syndrome (ACK, RNR NAK or NAK) */
+	uint32_t psn;	  /* ACK / atomic ACK: its PSN; READ: PSN of the next response packet */
+	uint32_t msn;
+	uint64_t orig; /* atomic ACK */
+	/* READ: the range still to send. */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length; /* bytes of this job in total */
+	uint32_t offset; /* bytes already sent */
+	bool from_first; /* job starts at the resource's first PSN: FIRST / ONLY opcodes */
+};
+
+/* A host memory piece resolved through env->mem_resolve. */
+struct eng_iov {
+	uint8_t *ptr;
+	uint32_t len;
+};
+
+struct eng_qp {
+	struct eng_qp_init init;
+	struct eng_env env;
+	struct eng_qp_attr attr;
+	enum ibv_qp_state state;
+	uint64_t counters[ENG_CNT__COUNT];
+
+	struct eng_rq own_rq;
+	struct eng_rq *rq; /* &own_rq or init.srq */
+
+	/* Send queue: [sq_head, sq_tail) posted and not retired; free-running indices. */
+	struct eng_swqe *sq;
+	uint32_t sq_mask;
+	uint32_t sq_head;
+	uint32_t sq_tail;
+	uint32_t sq_max; /* capacity (init.max_send_wr) */
+
+	/* Requester (req.c). */
+	struct {
+		uint32_t idx;	 /* WQE being sent */
+		uint32_t offset; /* SEND / WRITE: bytes of it already put in packets this pass */
+		uint32_t psn;	 /* next PSN to send */
+		uint32_t psn_hi; /* one past the highest PSN ever sent: responses must be below */
+		uint32_t noack;	 /* packets since the last AckReq */
+		uint32_t rd_out; /* READ / ATOMIC WQEs in [sq_head, idx): ORD in use */
+		uint8_t ord;	 /* max_rd_atomic rounded up to a power of two */
+		bool drained;	 /* SQD: SQ_DRAINED already reported */
+	} req;
+
+	/* Completer (comp.c). */
+	struct {
+		uint32_t psn;	    /* oldest PSN not yet acknowledged / answered */
+		uint8_t retry_left; /* retries left in this loss episode */
+		uint8_t rnr_left;
+		bool retrying;	       /* a go-back-N was started and has not made progress yet */
+		uint64_t ack_deadline; /* local ACK timeout, UINT64_MAX when off */
+		uint64_t rnr_deadline; /* RNR wait, UINT64_MAX when not waiting */
+	} comp;
+
+	/* Responder (resp.c). */
+	struct {
+		uint32_t psn;	 /* next PSN expected */
+		uint32_t msn;	 /* messages completed (IBA 9.7.5.1.1; spec 5.1) */
+		uint8_t opcode;	 /* last accepted opcode of a message in progress */
+		bool in_send;	 /* SEND FIRST / MIDDLE accepted, LAST pending */
+		bool in_write;	 /* WRITE FIRST / MIDDLE accepted, LAST pending */
+		bool nak_sent;	 /* NAK PSN sequence error sent for the current gap */
+		bool comm_est;	 /* COMM_EST reported */
+		bool have_wqe;	 /* wqe holds the receive WQE of the SEND in progress */
+		bool keep_queue; /* ERR by a fatal request: responses queued before it go out */
+		struct eng_rwqe wqe;
+		uint32_t offset; /* SEND: bytes placed into wqe */
+		uint64_t va;	 /* WRITE: address of the next byte */
+		uint32_t rkey;
+		uint32_t length; /* WRITE: RETH DMA length */
+		uint32_t resid;	 /* WRITE: bytes still expected */
+		uint32_t
+		    nres; /* responder resources in use: IRD rounded up, <= ENG_MAX_RD_ATOMIC */
+		uint32_t res_next; /* round robin */
+		struct eng_res res[ENG_MAX_RD_ATOMIC];
+		uint32_t q_head, q_tail;
+		struct eng_job q[ENG_RESPQ_SIZE];
+	} resp;
+};
+
+/* ---- qp.c ---- */
+/* The internal error -> wire and -> completion mappings (STYLE.md habit 2): every NAK
+ * syndrome the responder sends comes from eng_nak_syndrome, every error status the completer
+ * reports for a received NAK from eng_nak_status. */
+enum eng_err {
+	ENG_ERR_NONE,
+	ENG_ERR_PSN_SEQ,       /* gap in request PSNs */
+	ENG_ERR_INVALID_REQ,   /* opcode sequence, length, disabled operation, misaligned atomic */
+	ENG_ERR_REMOTE_ACCESS, /* R_Key, PD, bounds, access rights */
+	ENG_ERR_REMOTE_OP,     /* the receive WQE could not be used (bad local key) */
+};
+uint8_t eng_nak_syndrome(enum eng_err err);
+enum ibv_wc_status eng_nak_status(uint8_t syndrome);
+
+static inline struct eng_swqe *eng_swqe_at(struct eng_qp *qp, uint32_t idx)
+{
+	return &qp->sq[idx & qp->sq_mask];
+}
+
+/* true if index a is before b (free-running ring indices). */
+static inline bool eng_idx_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+/* Packets a message of `len` bytes takes at `pmtu` (at least one). */
+static inline uint32_t eng_npkts(uint32_t len, uint32_t pmtu)
+{
+	return len ? (uint32_t)(((uint64_t)len + pmtu - 1) / pmtu) : 1;
+}
+
+/* Resolves [offset, offset + len) of a scatter/gather list into at most ENG_MAX_SGE host
+ * pieces, checking every piece through env->mem_resolve with `access` (local keys). Nothing
+ * is copied. Returns the number of pieces, or -ENOENT / -EACCES / -ERANGE (from
+ * mem_resolve), or -EMSGSIZE if the list is shorter than offset + len. */
+int eng_sge_resolve(struct eng_qp *qp, const struct eng_sge *sge, uint32_t num_sge, uint32_t offset,
+		    uint32_t len, unsigned access, struct eng_iov *iov);
+
+/* Pushes a completion to `cq` for this QP (qp_num filled in). */
+void eng_qp_complete(struct eng_qp *qp, struct eng_cq *cq, struct ibv_wc *wc, bool solicited);
+
+/* Moves the QP to ERR from inside the engine (flushes; raises `ev` if not 0). */
+void eng_qp_to_err(struct eng_qp *qp, enum ibv_event_type ev, bool raise);
+
+void eng_qp_event(struct eng_qp *qp, enum ibv_event_type ev);
+
+/* ---- rq.c ---- */
+/* The oldest posted receive WQE, or NULL if the queue is empty. */
+const struct eng_rwqe *eng_rq_peek(const struct eng_rq *rq);
+/* Removes the oldest WQE; raises the SRQ limit event when the count drops below the armed
+ * limit (the limit disarms, as verbs requires). */
+void eng_rq_pop(struct eng_rq *rq);
+void eng_rq_clear(struct eng_rq *rq);
+
+/* ---- req.c ---- */
+int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf);
+/* true if eng_req_output would produce a packet now. */
+bool eng_req_ready(struct eng_qp *qp);
+/* Repositions the requester at comp.psn: the oldest unretired WQE, mid-message if part of it
+ * was acknowledged (go-back-N, spec 5.5). Counts no retry; the caller does. */
+void eng_req_rewind(struct eng_qp *qp);
+void eng_req_reset(struct eng_qp *qp);
+
+/* ---- resp.c ---- */
+void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt);
+int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf);
+bool eng_resp_pending(const struct eng_qp *qp);
+void eng_resp_reset(struct eng_qp *qp);
+/* Entering ERR: drops queued read responses (no data leaves any more), unless the responder
+ * itself failed a later request, whose NAK must follow the earlier responses. */
+void eng_resp_drop_data(struct eng_qp *qp);
+/* Completes the receive WQE held by a SEND in progress with `status` (flush on ERR). */
+void eng_resp_flush_held(struct eng_qp *qp, enum ibv_wc_status status);
+
+/* ---- comp.c ---- */
+void eng_comp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt,
+		    uint64_t now);
+void eng_comp_timer(struct eng_qp *qp, uint64_t now);
+/* Retires DONE / ERROR WQEs at the head of the send queue, in order. */
+void eng_comp_retire(struct eng_qp *qp);
+/* Starts the local ACK timer if it is off and PSNs are outstanding. */
+void eng_comp_arm(struct eng_qp *qp, uint64_t now);
+void eng_comp_reset(struct eng_qp *qp);
+
+#endif

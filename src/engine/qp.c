@@ -1,0 +1,688 @@
+/* QP object: creation, attributes, the state machine, posting, flush on ERR, and the public
+ * entry points that dispatch to the requester (req.c), responder (resp.c) and completer
+ * (comp.c). Behaviour follows IBA ch. 10 and rxe (spec roce.md section 8). */
+#include <stdlib.h>
+
+#include "engine/eng_int.h"
+
+const char *const eng_counter_names[ENG_CNT__COUNT] = {
+#define ENG_COUNTER_NAME(name, desc) #name,
+    ENG_COUNTERS(ENG_COUNTER_NAME)
+#undef ENG_COUNTER_NAME
+};
+
+#define NOP 0xFF
+/* IBA 9.2 opcode table, RC rows (spec 3); the engine never computes opcode numbers. */
+const struct eng_op_info eng_ops[ENG_OP__COUNT] = {
+    [ENG_OP_SEND] = {"SEND",
+		     IBV_WC_SEND,
+		     ROCE_KIND_SEND,
+		     {ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST,
+		      ROCE_RC_SEND_ONLY},
+		     true,
+		     false,
+		     true},
+    [ENG_OP_SEND_IMM] = {"SEND_IMM",
+			 IBV_WC_SEND,
+			 ROCE_KIND_SEND,
+			 {ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_IMM,
+			  ROCE_RC_SEND_ONLY_IMM},
+			 true,
+			 false,
+			 true},
+    [ENG_OP_SEND_INV] = {"SEND_INV",
+			 IBV_WC_SEND,
+			 ROCE_KIND_SEND,
+			 {ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_INV,
+			  ROCE_RC_SEND_ONLY_INV},
+			 true,
+			 false,
+			 true},
+    [ENG_OP_WRITE] = {"WRITE",
+		      IBV_WC_RDMA_WRITE,
+		      ROCE_KIND_WRITE,
+		      {ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE, ROCE_RC_WRITE_LAST,
+		       ROCE_RC_WRITE_ONLY},
+		      true,
+		      false,
+		      false},
+    [ENG_OP_WRITE_IMM] = {"WRITE_IMM",
+			  IBV_WC_RDMA_WRITE,
+			  ROCE_KIND_WRITE,
+			  {ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE, ROCE_RC_WRITE_LAST_IMM,
+			   ROCE_RC_WRITE_ONLY_IMM},
+			  true,
+			  false,
+			  true},
+    [ENG_OP_READ] = {"READ",
+		     IBV_WC_RDMA_READ,
+		     ROCE_KIND_READ_REQ,
+		     {NOP, NOP, NOP, ROCE_RC_READ_REQUEST},
+		     false,
+		     true,
+		     false},
+    [ENG_OP_CMP_SWAP] = {"CMP_SWAP",
+			 IBV_WC_COMP_SWAP,
+			 ROCE_KIND_ATOMIC,
+			 {NOP, NOP, NOP, ROCE_RC_CMP_SWAP},
+			 false,
+			 true,
+			 false},
+    [ENG_OP_FETCH_ADD] = {"FETCH_ADD",
+			  IBV_WC_FETCH_ADD,
+			  ROCE_KIND_ATOMIC,
+			  {NOP, NOP, NOP, ROCE_RC_FETCH_ADD},
+			  false,
+			  true,
+			  false},
+};
+
+static const char *const state_names[] = {
+    [IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
+    [IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",	[IBV_QPS_SQE] = "SQE",
+    [IBV_QPS_ERR] = "ERR",
+};
+
+const char *eng_qp_state_name(enum ibv_qp_state s)
+{
+	if ((unsigned)s < sizeof(state_names) / sizeof(state_names[0]) && state_names[s])
+		return state_names[s];
+	return "?";
+}
+
+/* ---- error mappings (the only two) ---- */
+
+uint8_t eng_nak_syndrome(enum eng_err err)
+{
+	switch (err) {
+	case ENG_ERR_PSN_SEQ:
+		return ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ;
+	case ENG_ERR_INVALID_REQ:
+		return ROCE_AETH_NAK | ROCE_NAK_INVALID_REQ;
+	case ENG_ERR_REMOTE_ACCESS:
+		return ROCE_AETH_NAK | ROCE_NAK_REMOTE_ACCESS;
+	case ENG_ERR_REMOTE_OP:
+	case ENG_ERR_NONE:
+		break;
+	}
+	return ROCE_AETH_NAK | ROCE_NAK_REMOTE_OP;
+}
+
+/* Fatal NAK codes -> requester completion status (spec 5.3, rxe check_ack): reserved codes
+ * and Invalid RD Request are reported as remote operational errors. */
+enum ibv_wc_status eng_nak_status(uint8_t syndrome)
+{
+	switch (syndrome & ROCE_AETH_VALUE_MASK) {
+	case ROCE_NAK_INVALID_REQ:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case ROCE_NAK_REMOTE_ACCESS:
+		return IBV_WC_REM_ACCESS_ERR;
+	default:
+		return IBV_WC_REM_OP_ERR;
+	}
+}
+
+/* ---- helpers shared by the roles ---- */
+
+int eng_sge_resolve(struct eng_qp *qp, const struct eng_sge *sge, uint32_t num_sge, uint32_t offset,
+		    uint32_t len, unsigned access, struct eng_iov *iov)
+{
+	uint32_t i = 0;
+	int n = 0;
+
+	while (i < num_sge && offset >= sge[i].length) {
+		offset -= sge[i].length;
+		i++;
+	}
+	while (len > 0) {
+		uint32_t piece;
+		void *p;
+		int err = 0;
+
+		if (i >= num_sge)
+			return -EMSGSIZE;
+		piece = sge[i].length - offset;
+		if (piece > len)
+			piece = len;
+		if (piece == 0) {
+			i++;
+			continue;
+		}
+		p = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, sge[i].lkey, false,
+					sge[i].addr + offset, piece, access, &err);
+		if (!p)
+			return err ? err : -EFAULT;
+		iov[n].ptr = p;
+		iov[n].len = piece;
+		n++;
+		len -= piece;
+		offset = 0;
+		i++;
+	}
+	return n;
+}
+
+void eng_qp_complete(struct eng_qp *qp, struct eng_cq *cq, struct ibv_wc *wc, bool solicited)
+{
+	wc->qp_num = qp->init.qpn;
+	(void)eng_cq_push(cq, wc, solicited);
+}
+
+void eng_qp_event(struct eng_qp *qp, enum ibv_event_type ev)
+{
+	if (qp->env.event)
+		qp->env.event(qp->env.ctx, qp, ev);
+}
+
+static void flush_send_wqe(struct eng_qp *qp, const struct eng_swqe *w)
+{
+	struct ibv_wc wc = {0};
+
+	/* Error completions are reported whether or not the WR was signaled (IBA 10.8.3). */
+	wc.wr_id = w->wr_id;
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = eng_ops[w->op].wc_opcode;
+	eng_qp_complete(qp, qp->init.send_cq, &wc, false);
+}
+
+static void flush_recv(struct eng_qp *qp, uint64_t wr_id)
+{
+	struct ibv_wc wc = {0};
+
+	wc.wr_id = wr_id;
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = IBV_WC_RECV;
+	eng_qp_complete(qp, qp->init.recv_cq, &wc, false);
+}
+
+/* IBA 10.3.1 / spec 8: in ERR every outstanding WR completes with WR_FLUSH_ERR, in order. */
+static void flush_all(struct eng_qp *qp)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
+		flush_send_wqe(qp, eng_swqe_at(qp, i));
+	qp->sq_head = qp->sq_tail;
+	qp->req.idx = qp->sq_tail;
+	qp->req.offset = 0;
+	qp->req.rd_out = 0;
+	eng_resp_flush_held(qp, IBV_WC_WR_FLUSH_ERR);
+	if (!qp->init.srq) {
+		const struct eng_rwqe *r;
+
+		while ((r = eng_rq_peek(qp->rq)) != NULL) {
+			flush_recv(qp, r->wr_id);
+			eng_rq_pop(qp->rq);
+		}
+	}
+}
+
+void eng_qp_to_err(struct eng_qp *qp, enum ibv_event_type ev, bool raise)
+{
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	qp->state = IBV_QPS_ERR;
+	qp->comp.ack_deadline = UINT64_MAX;
+	qp->comp.rnr_deadline = UINT64_MAX;
+	eng_resp_drop_data(qp);
+	flush_all(qp);
+	if (raise)
+		eng_qp_event(qp, ev);
+	/* IBA 11.6.3.1: an SRQ-attached QP in ERR reports its last WQE. */
+	if (qp->init.srq)
+		eng_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+/* ---- wake-up policy ---- */
+
+static bool output_due(struct eng_qp *qp)
+{
+	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+		return false;
+	return eng_resp_pending(qp) || eng_req_ready(qp);
+}
+
+static void kick(struct eng_qp *qp, uint64_t old_deadline)
+{
+	if (!qp->env.wake)
+		return;
+	if (output_due(qp) || eng_qp_deadline(qp) < old_deadline)
+		qp->env.wake(qp->env.ctx, qp);
+}
+
+/* ---- create / destroy / attributes ---- */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct eng_qp **out)
+{
+	struct eng_qp *qp;
+	uint32_t size;
+	int err;
+
+	if (!init || !env || !out || !env->mem_resolve)
+		return -EINVAL;
+	if (init->type != IBV_QPT_RC) /* UC / UD: not yet */
+		return -EINVAL;
+	if (!init->send_cq || !init->recv_cq || init->max_send_wr == 0 ||
+	    init->max_send_wr > (1u << 20) || init->max_send_sge > ENG_MAX_SGE ||
+	    init->max_inline > ENG_MAX_INLINE || init->qpn > PSN_MASK)
+		return -EINVAL;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->init = *init;
+	qp->env = *env;
+	size = pow2_at_least(init->max_send_wr);
+	qp->sq = calloc(size, sizeof(*qp->sq));
+	if (!qp->sq) {
+		err = -ENOMEM;
+		goto free_qp;
+	}
+	qp->sq_mask = size - 1;
+	qp->sq_max = init->max_send_wr;
+	if (init->srq) {
+		qp->rq = init->srq;
+	} else {
+		err = eng_rq_init(&qp->own_rq, init->max_recv_wr ? init->max_recv_wr : 1,
+				  init->max_recv_sge, false);
+		if (err)
+			goto free_sq;
+		qp->rq = &qp->own_rq;
+	}
+	qp->attr.pmtu = 256; /* IBA: a QP starts at the minimum MTU until INIT->RTR */
+	qp->attr.pkey = ROCE_DEFAULT_PKEY;
+	qp->state = IBV_QPS_RESET;
+	eng_req_reset(qp);
+	eng_comp_reset(qp);
+	eng_resp_reset(qp);
+	*out = qp;
+	return 0;
+
+free_sq:
+	free(qp->sq);
+free_qp:
+	free(qp);
+	return err;
+}
+
+void eng_qp_destroy(struct eng_qp *qp)
+{
+	if (!qp)
+		return;
+	if (!qp->init.srq)
+		eng_rq_fini(&qp->own_rq);
+	free(qp->sq);
+	free(qp);
+}
+
+void *eng_qp_user(const struct eng_qp *qp)
+{
+	return qp->init.user;
+}
+
+uint32_t eng_qp_num(const struct eng_qp *qp)
+{
+	return qp->init.qpn;
+}
+
+enum ibv_qp_state eng_qp_state(const struct eng_qp *qp)
+{
+	return qp->state;
+}
+
+const uint64_t *eng_qp_counters(const struct eng_qp *qp)
+{
+	return qp->counters;
+}
+
+static uint32_t round_rd_atomic(uint8_t v)
+{
+	/* rxe rounds ORD and IRD up to a power of two (spec 5.7, 8). */
+	uint32_t r = v ? pow2_at_least(v) : 0;
+
+	return r > ENG_MAX_RD_ATOMIC ? ENG_MAX_RD_ATOMIC : r;
+}
+
+void eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr)
+{
+	uint64_t old = eng_qp_deadline(qp);
+	uint32_t pmtu = attr->pmtu;
+
+	qp->attr = *attr;
+	if (pmtu != 256 && pmtu != 512 && pmtu != 1024 && pmtu != 2048 && pmtu != 4096)
+		qp->attr.pmtu = 256;
+	qp->attr.dest_qpn &= PSN_MASK;
+	qp->attr.sq_psn &= PSN_MASK;
+	qp->attr.rq_psn &= PSN_MASK;
+	qp->attr.retry_cnt &= 7;
+	qp->attr.rnr_retry &= 7;
+	qp->attr.min_rnr_timer &= ROCE_AETH_VALUE_MASK;
+	qp->req.ord = (uint8_t)round_rd_atomic(attr->max_rd_atomic);
+	qp->resp.nres = round_rd_atomic(attr->max_dest_rd_atomic);
+	if (qp->resp.nres && qp->resp.res_next >= qp->resp.nres)
+		qp->resp.res_next = 0;
+	kick(qp, old);
+}
+
+/* ---- state machine ---- */
+
+static void check_drained(struct eng_qp *qp)
+{
+	if (qp->state != IBV_QPS_SQD || qp->req.drained)
+		return;
+	/* Drained: nothing started is left unretired (IBA 10.3.1 SQD). */
+	if (qp->sq_head != qp->req.idx || qp->req.offset != 0)
+		return;
+	if (qp->req.idx != qp->sq_tail && eng_swqe_at(qp, qp->req.idx)->state != ENG_SWQE_POSTED)
+		return;
+	qp->req.drained = true;
+	eng_qp_event(qp, IBV_EVENT_SQ_DRAINED);
+}
+
+void eng_qp_set_state(struct eng_qp *qp, enum ibv_qp_state state, uint64_t now_ns)
+{
+	uint64_t old = eng_qp_deadline(qp);
+	enum ibv_qp_state from = qp->state;
+
+	(void)now_ns;
+	switch (state) {
+	case IBV_QPS_RESET:
+		/* IBA 10.3.1: RESET empties the queues without completions. */
+		qp->state = IBV_QPS_RESET;
+		qp->sq_head = qp->sq_tail = 0;
+		if (!qp->init.srq)
+			eng_rq_clear(qp->rq);
+		eng_req_reset(qp);
+		eng_comp_reset(qp);
+		eng_resp_reset(qp);
+		break;
+	case IBV_QPS_INIT:
+		qp->state = IBV_QPS_INIT;
+		break;
+	case IBV_QPS_RTR:
+		if (from != IBV_QPS_RTR) {
+			eng_resp_reset(qp);
+			qp->resp.psn = qp->attr.rq_psn;
+		}
+		qp->state = IBV_QPS_RTR;
+		break;
+	case IBV_QPS_RTS:
+		if (from == IBV_QPS_RTR || from == IBV_QPS_INIT || from == IBV_QPS_RESET) {
+			eng_req_reset(qp);
+			eng_comp_reset(qp);
+			qp->req.psn = qp->attr.sq_psn;
+			qp->req.psn_hi = qp->attr.sq_psn;
+			qp->comp.psn = qp->attr.sq_psn;
+		}
+		qp->state = IBV_QPS_RTS;
+		break;
+	case IBV_QPS_SQD:
+		qp->state = IBV_QPS_SQD;
+		qp->req.drained = false;
+		check_drained(qp);
+		break;
+	case IBV_QPS_SQE:
+		qp->state = IBV_QPS_SQE;
+		break;
+	case IBV_QPS_ERR:
+		eng_qp_to_err(qp, 0, false);
+		break;
+	default:
+		break;
+	}
+	kick(qp, old);
+}
+
+/* ---- posting ---- */
+
+static int wr_op(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+		return ENG_OP_SEND;
+	case IBV_WR_SEND_WITH_IMM:
+		return ENG_OP_SEND_IMM;
+	case IBV_WR_SEND_WITH_INV:
+		return ENG_OP_SEND_INV;
+	case IBV_WR_RDMA_WRITE:
+		return ENG_OP_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return ENG_OP_WRITE_IMM;
+	case IBV_WR_RDMA_READ:
+		return ENG_OP_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return ENG_OP_CMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return ENG_OP_FETCH_ADD;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Checks one WR against the QP's limits (rxe validate_send_wr). Returns the op or -EINVAL. */
+static int check_send_wr(const struct eng_qp *qp, const struct ibv_send_wr *wr, uint64_t *len)
+{
+	int op = wr_op(wr->opcode);
+	uint64_t total = 0;
+
+	if (op < 0 || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->init.max_send_sge)
+		return -EINVAL;
+	for (int i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > ENG_MAX_MSG_SIZE)
+		return -EINVAL;
+	if ((wr->send_flags & IBV_SEND_INLINE) && eng_ops[op].payload &&
+	    total > qp->init.max_inline)
+		return -EINVAL;
+	/* Atomics move exactly 8 bytes into one local buffer (IBA 9.4.5). The remote VA's
+	 * alignment is the responder's check (it NAKs Invalid Request). */
+	if ((op == ENG_OP_CMP_SWAP || op == ENG_OP_FETCH_ADD) && total != 8)
+		return -EINVAL;
+	*len = total;
+	return op;
+}
+
+static void fill_swqe(struct eng_qp *qp, struct eng_swqe *w, const struct ibv_send_wr *wr, int op,
+		      uint32_t len)
+{
+	w->wr_id = wr->wr_id;
+	w->op = (uint8_t)op;
+	w->state = ENG_SWQE_POSTED;
+	w->signaled = qp->init.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->fence = wr->send_flags & IBV_SEND_FENCE;
+	w->solicited = wr->send_flags & IBV_SEND_SOLICITED;
+	w->inl = (wr->send_flags & IBV_SEND_INLINE) && eng_ops[op].payload;
+	w->length = len;
+	w->read_done = 0;
+	w->status = IBV_WC_SUCCESS;
+	w->num_sge = (uint32_t)wr->num_sge;
+	for (int i = 0; i < wr->num_sge; i++) {
+		w->sge[i].addr = wr->sg_list[i].addr;
+		w->sge[i].length = wr->sg_list[i].length;
+		w->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	if (w->inl) {
+		/* Inline: the bytes are read now, from the caller's addresses, without a key
+		 * (ibv_post_send(3)); the WR's buffers are free again on return. */
+		uint32_t off = 0;
+
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			off += wr->sg_list[i].length;
+		}
+	}
+	switch (op) {
+	case ENG_OP_CMP_SWAP:
+	case ENG_OP_FETCH_ADD:
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+		break;
+	default:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		break;
+	}
+	if (op == ENG_OP_SEND_INV)
+		w->inv_rkey = wr->invalidate_rkey;
+	else
+		memcpy(w->imm, &wr->imm_data, 4);
+}
+
+int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
+		     const struct ibv_send_wr **bad, uint64_t now_ns)
+{
+	uint64_t old = eng_qp_deadline(qp);
+	int err = 0;
+
+	(void)now_ns;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_ERR) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	for (; wr; wr = wr->next) {
+		uint64_t len = 0;
+		int op = check_send_wr(qp, wr, &len);
+
+		if (op < 0) {
+			err = op;
+			break;
+		}
+		if (qp->sq_tail - qp->sq_head >= qp->sq_max) {
+			err = -ENOMEM;
+			break;
+		}
+		if (qp->state == IBV_QPS_ERR) {
+			/* Spec 8: WRs posted in ERR complete at once with WR_FLUSH_ERR. */
+			struct eng_swqe tmp;
+
+			tmp.wr_id = wr->wr_id;
+			tmp.op = (uint8_t)op;
+			flush_send_wqe(qp, &tmp);
+			continue;
+		}
+		fill_swqe(qp, eng_swqe_at(qp, qp->sq_tail), wr, op, (uint32_t)len);
+		qp->sq_tail++;
+	}
+	if (err)
+		*bad = wr;
+	kick(qp, old);
+	return err;
+}
+
+int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
+		     const struct ibv_recv_wr **bad)
+{
+	int err;
+
+	if (qp->init.srq || qp->state == IBV_QPS_RESET) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	if (qp->state == IBV_QPS_ERR) {
+		for (; wr; wr = wr->next) {
+			if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->rq->max_sge) {
+				*bad = wr;
+				return -EINVAL;
+			}
+			flush_recv(qp, wr->wr_id);
+		}
+		return 0;
+	}
+	err = eng_rq_post(qp->rq, wr, bad);
+	return err;
+}
+
+/* ---- packets in and out ---- */
+
+void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns)
+{
+	uint64_t old = eng_qp_deadline(qp);
+	const struct roce_opinfo *oi = roce_opinfo(pkt->bth.opcode);
+
+	if (!oi || oi->transport != ROCE_TR_RC) {
+		ENG_INC(qp, drop_bad_opcode);
+		return;
+	}
+	switch (oi->kind) {
+	case ROCE_KIND_SEND:
+	case ROCE_KIND_WRITE:
+	case ROCE_KIND_READ_REQ:
+	case ROCE_KIND_ATOMIC:
+		/* Spec 8: RTR and later receive requests; RESET, INIT and ERR drop them. */
+		if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
+		    qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE) {
+			ENG_INC(qp, drop_bad_state);
+			return;
+		}
+		eng_resp_input(qp, oi, pkt);
+		break;
+	case ROCE_KIND_READ_RESP:
+	case ROCE_KIND_ACK:
+	case ROCE_KIND_ATOMIC_ACK:
+		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
+		    qp->state != IBV_QPS_SQE) {
+			ENG_INC(qp, drop_bad_state);
+			return;
+		}
+		eng_comp_input(qp, oi, pkt, now_ns);
+		check_drained(qp);
+		break;
+	default:
+		ENG_INC(qp, drop_bad_opcode);
+		return;
+	}
+	kick(qp, old);
+}
+
+int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
+		  size_t buf_cap)
+{
+	int n = 0;
+
+	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+		return 0;
+	if (buf_cap < qp->attr.pmtu)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (eng_resp_pending(qp))
+		n = eng_resp_output(qp, out, buf);
+	if (n == 0 && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)) {
+		memset(out, 0, sizeof(*out));
+		n = eng_req_output(qp, now_ns, out, buf);
+		check_drained(qp);
+	}
+	if (n > 0)
+		ENG_INC(qp, tx_packets);
+	return n > 0 ? 1 : 0;
+}
+
+uint64_t eng_qp_deadline(const struct eng_qp *qp)
+{
+	uint64_t d = qp->comp.ack_deadline;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return UINT64_MAX;
+	if (qp->comp.rnr_deadline < d)
+		d = qp->comp.rnr_deadline;
+	return d;
+}
+
+void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns)
+{
+	uint64_t old = eng_qp_deadline(qp);
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	eng_comp_timer(qp, now_ns);
+	check_drained(qp);
+	kick(qp, old);
+}

@@ -1,0 +1,249 @@
+/* Requester: builds request packets from send WQEs (rxe_req.c's role).
+ *
+ * One pass over the send queue at a time: req.idx is the WQE being sent, req.offset the bytes
+ * of it already in packets, req.psn the next PSN. Go-back-N (eng_req_rewind) moves the pass
+ * back to the oldest unacknowledged PSN; because every WQE's PSNs follow from its position in
+ * the pass, a resent WQE gets exactly its original PSNs (spec 5.5). Nothing here allocates:
+ * the packet's payload is gathered straight into the caller's buffer. */
+#include "engine/eng_int.h"
+
+void eng_req_reset(struct eng_qp *qp)
+{
+	uint8_t ord = qp->req.ord;
+
+	memset(&qp->req, 0, sizeof(qp->req));
+	qp->req.ord = ord;
+	qp->req.idx = qp->sq_head;
+}
+
+static bool is_imm_op(uint8_t op)
+{
+	return op == ENG_OP_SEND_IMM || op == ENG_OP_WRITE_IMM;
+}
+
+/* The gates a WQE passes before its first packet of a pass (spec 4.4, 5.7; IBA 10.8.3.3):
+ * the PSN window, SQD, fence, and ORD. */
+static bool may_send(struct eng_qp *qp, const struct eng_swqe *w)
+{
+	const struct eng_op_info *info = &eng_ops[w->op];
+
+	if (psn_cmp(qp->req.psn, psn_add(qp->comp.psn, ENG_MAX_UNACKED_PSNS)) >= 0)
+		return false;
+	if (qp->req.offset != 0 && !info->rd_atomic)
+		return true; /* mid-message: always finish what was started */
+	if (qp->state == IBV_QPS_SQD && w->state == ENG_SWQE_POSTED)
+		return false;
+	/* IBV_SEND_FENCE: wait for every earlier READ / ATOMIC to complete. */
+	if (w->fence && qp->req.rd_out > 0)
+		return false;
+	if (info->rd_atomic && qp->req.ord && qp->req.rd_out >= qp->req.ord)
+		return false;
+	return true;
+}
+
+bool eng_req_ready(struct eng_qp *qp)
+{
+	const struct eng_swqe *w;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return false;
+	if (qp->comp.rnr_deadline != UINT64_MAX || qp->req.idx == qp->sq_tail)
+		return false;
+	w = eng_swqe_at(qp, qp->req.idx);
+	if (w->state == ENG_SWQE_ERROR)
+		return false;
+	return may_send(qp, w);
+}
+
+/* A local failure (bad lkey, ORD 0): the WQE completes in order with `status` and the QP goes
+ * to ERR when the completer reaches it (rxe wqe_state_error). Nothing after it is sent. */
+static void fail_wqe(struct eng_qp *qp, struct eng_swqe *w, enum ibv_wc_status status)
+{
+	w->state = ENG_SWQE_ERROR;
+	w->status = status;
+	eng_comp_retire(qp);
+}
+
+static void fill_bth(struct eng_qp *qp, struct roce_pkt *out, uint8_t opcode, bool last)
+{
+	out->bth.opcode = opcode;
+	out->bth.pkey = qp->attr.pkey;
+	out->bth.dqpn = qp->attr.dest_qpn;
+	out->bth.psn = qp->req.psn;
+	/* Spec 5.1 (rxe init_req_packet): AckReq on the last packet of every message, and on
+	 * the 66th packet in a row without it. */
+	if (last || qp->req.noack++ > ENG_MAX_PKT_PER_ACK) {
+		out->bth.ackreq = true;
+		qp->req.noack = 0;
+	}
+}
+
+/* Accounts a built packet of `npsn` PSNs; `end` if it was the last of its WQE. */
+static void advance(struct eng_qp *qp, struct eng_swqe *w, uint32_t npsn, uint32_t nbytes, bool end,
+		    uint64_t now)
+{
+	if (psn_cmp(qp->req.psn, qp->req.psn_hi) < 0)
+		ENG_INC(qp, retransmits);
+	qp->req.psn = psn_add(qp->req.psn, npsn);
+	if (psn_cmp(qp->req.psn, qp->req.psn_hi) > 0)
+		qp->req.psn_hi = qp->req.psn;
+	if (end) {
+		qp->req.idx++;
+		qp->req.offset = 0;
+		if (eng_ops[w->op].rd_atomic)
+			qp->req.rd_out++;
+	} else {
+		qp->req.offset += nbytes;
+	}
+	eng_comp_arm(qp, now);
+}
+
+static int build_data(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *out, uint8_t *buf,
+		      uint64_t now)
+{
+	const struct eng_op_info *info = &eng_ops[w->op];
+	uint32_t pmtu = qp->attr.pmtu;
+	uint32_t off = qp->req.offset;
+	uint32_t rem = w->length - off;
+	uint32_t n = rem < pmtu ? rem : pmtu;
+	bool last = rem <= pmtu;
+	enum eng_pos_idx pi;
+
+	if (off == 0)
+		pi = last ? ENG_PI_ONLY : ENG_PI_FIRST;
+	else
+		pi = last ? ENG_PI_LAST : ENG_PI_MIDDLE;
+
+	/* Validate and gather the payload before any state changes. */
+	if (w->inl) {
+		memcpy(buf, w->inline_data + off, n);
+	} else if (n) {
+		struct eng_iov iov[ENG_MAX_SGE];
+		int k = eng_sge_resolve(qp, w->sge, w->num_sge, off, n, ENG_ACCESS_LOCAL_READ, iov);
+		uint32_t pos = 0;
+
+		if (k < 0) {
+			fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
+			return 0;
+		}
+		for (int i = 0; i < k; i++) {
+			memcpy(buf + pos, iov[i].ptr, iov[i].len);
+			pos += iov[i].len;
+		}
+	}
+
+	if (off == 0) {
+		w->first_psn = qp->req.psn;
+		w->last_psn = psn_add(qp->req.psn, eng_npkts(w->length, pmtu) - 1);
+		w->state = ENG_SWQE_ACTIVE;
+	}
+	fill_bth(qp, out, info->opcode[pi], last);
+	/* Spec 3: SE only on the last packet of a SEND or WRITE with immediate. */
+	if (last && w->solicited && info->rwr)
+		out->bth.se = true;
+	if (info->kind == ROCE_KIND_WRITE && off == 0) {
+		/* RETH only on FIRST / ONLY: the whole message (spec 4.2). */
+		out->reth.va = w->remote_addr;
+		out->reth.rkey = w->rkey;
+		out->reth.dma_len = w->length;
+	}
+	if (last && is_imm_op(w->op))
+		memcpy(out->imm, w->imm, 4);
+	if (last && w->op == ENG_OP_SEND_INV)
+		out->ieth = w->inv_rkey;
+	out->payload = buf;
+	out->payload_len = n;
+	advance(qp, w, 1, n, last, now);
+	return 1;
+}
+
+static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *out,
+			   uint64_t now)
+{
+	const struct eng_op_info *info = &eng_ops[w->op];
+	uint32_t pmtu = qp->attr.pmtu;
+	uint32_t npsn = 1;
+
+	if (w->read_done == 0) {
+		/* Check now that the data can be placed, rather than ask the peer for bytes we
+		 * must then drop (placement checks again, comp.c). */
+		struct eng_iov iov[ENG_MAX_SGE];
+
+		if (eng_sge_resolve(qp, w->sge, w->num_sge, 0, w->op == ENG_OP_READ ? w->length : 8,
+				    IBV_ACCESS_LOCAL_WRITE, iov) < 0) {
+			fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
+			return 0;
+		}
+		w->first_psn = qp->req.psn;
+		w->last_psn = psn_add(qp->req.psn, eng_npkts(w->length, pmtu) - 1);
+		if (w->op != ENG_OP_READ)
+			w->last_psn = w->first_psn;
+		w->state = ENG_SWQE_ACTIVE;
+	}
+	fill_bth(qp, out, info->opcode[ENG_PI_ONLY], true);
+	if (w->op == ENG_OP_READ) {
+		/* A partly answered READ asks again for the rest only, from the PSN of the first
+		 * missing response (spec 5.5, 5.6). */
+		uint32_t rem = w->length - w->read_done;
+
+		out->reth.va = w->remote_addr + w->read_done;
+		out->reth.rkey = w->rkey;
+		out->reth.dma_len = rem;
+		npsn = eng_npkts(rem, pmtu);
+	} else {
+		out->atomic.va = w->remote_addr;
+		out->atomic.rkey = w->rkey;
+		out->atomic.swap_add = w->op == ENG_OP_CMP_SWAP ? w->swap : w->compare_add;
+		out->atomic.compare = w->op == ENG_OP_CMP_SWAP ? w->compare_add : 0;
+	}
+	advance(qp, w, npsn, 0, true, now);
+	return 1;
+}
+
+int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf)
+{
+	struct eng_swqe *w;
+
+	if (!eng_req_ready(qp))
+		return 0;
+	w = eng_swqe_at(qp, qp->req.idx);
+	if (eng_ops[w->op].rd_atomic) {
+		if (qp->req.ord == 0) {
+			/* max_rd_atomic 0 forbids READ / ATOMIC (IBA 10.2.4). */
+			fail_wqe(qp, w, IBV_WC_LOC_QP_OP_ERR);
+			return 0;
+		}
+		return build_rd_atomic(qp, w, out, now);
+	}
+	return build_data(qp, w, out, buf, now);
+}
+
+void eng_req_rewind(struct eng_qp *qp)
+{
+	struct eng_swqe *w;
+
+	qp->req.idx = qp->sq_head;
+	qp->req.psn = qp->comp.psn;
+	qp->req.offset = 0;
+	qp->req.rd_out = 0;
+	qp->req.noack = 0;
+	if (qp->req.idx == qp->sq_tail)
+		return;
+	w = eng_swqe_at(qp, qp->req.idx);
+	if (w->state != ENG_SWQE_ACTIVE)
+		return;
+	if (w->op == ENG_OP_READ) {
+		qp->req.psn = psn_add(w->first_psn, w->read_done / qp->attr.pmtu);
+	} else if (eng_ops[w->op].payload) {
+		/* Resume after the acknowledged packets, mid-message (rxe req_retry). */
+		int32_t acked = psn_cmp(qp->comp.psn, w->first_psn);
+
+		if (acked > 0 && (uint64_t)acked * qp->attr.pmtu < w->length) {
+			qp->req.offset = (uint32_t)acked * qp->attr.pmtu;
+		} else {
+			qp->req.psn = w->first_psn;
+		}
+	} else {
+		qp->req.psn = w->first_psn;
+	}
+}

@@ -1,0 +1,706 @@
+/* Responder: inbound requests (rxe_resp.c's role), in three steps per packet (STYLE.md 4):
+ * classify by PSN (in sequence / duplicate / gap), validate everything (opcode sequence,
+ * operation enabled, resources, lengths, keys and bounds through env->mem_resolve), then
+ * apply (placement, receive completions, responder resources, responses). A packet refused
+ * before "apply" leaves the QP unchanged, except that a fatal error (class C, spec 5.4) moves
+ * it to ERR with a NAK.
+ *
+ * Responses leave in PSN order through a fixed queue of jobs (ACK / NAK / atomic ACK / read
+ * response range), so an ACK for a later request never overtakes the responses to an earlier
+ * READ (which the requester would take as an implicit NAK). Consecutive ACKs coalesce. */
+#include "engine/eng_int.h"
+
+#define SYND_ACK (ROCE_AETH_ACK | ROCE_AETH_CREDITS_UNLIMITED)
+#define Q_MASK	 (ENG_RESPQ_SIZE - 1)
+
+void eng_resp_reset(struct eng_qp *qp)
+{
+	uint32_t nres = qp->resp.nres;
+
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->resp.nres = nres;
+}
+
+bool eng_resp_pending(const struct eng_qp *qp)
+{
+	return qp->resp.q_head != qp->resp.q_tail;
+}
+
+void eng_resp_drop_data(struct eng_qp *qp)
+{
+	uint32_t out = qp->resp.q_head;
+
+	if (qp->resp.keep_queue)
+		return;
+
+	for (uint32_t i = qp->resp.q_head; i != qp->resp.q_tail; i++) {
+		struct eng_job *j = &qp->resp.q[i & Q_MASK];
+
+		if (j->type != ENG_JOB_READ)
+			qp->resp.q[out++ & Q_MASK] = *j;
+	}
+	qp->resp.q_tail = out;
+}
+
+static void complete_recv(struct eng_qp *qp, const struct eng_rwqe *w, enum ibv_wc_status status,
+			  enum ibv_wc_opcode opcode, uint32_t byte_len, bool solicited)
+{
+	struct ibv_wc wc = {0};
+
+	wc.wr_id = w->wr_id;
+	wc.status = status;
+	wc.opcode = opcode;
+	wc.byte_len = byte_len;
+	wc.src_qp = qp->attr.dest_qpn;
+	eng_qp_complete(qp, qp->init.recv_cq, &wc, solicited);
+}
+
+void eng_resp_flush_held(struct eng_qp *qp, enum ibv_wc_status status)
+{
+	if (!qp->resp.have_wqe)
+		return;
+	qp->resp.have_wqe = false;
+	complete_recv(qp, &qp->resp.wqe, status, IBV_WC_RECV, 0, false);
+}
+
+/* ---- the output queue ---- */
+
+static uint32_t q_len(const struct eng_qp *qp)
+{
+	return qp->resp.q_tail - qp->resp.q_head;
+}
+
+static struct eng_job *q_tail_job(struct eng_qp *qp)
+{
+	if (q_len(qp) == 0)
+		return NULL;
+	return &qp->resp.q[(qp->resp.q_tail - 1) & Q_MASK];
+}
+
+static bool ack_coalesces(struct eng_qp *qp)
+{
+	const struct eng_job *t = q_tail_job(qp);
+
+	return t && t->type == ENG_JOB_ACK && t->syndrome == SYND_ACK;
+}
+
+/* The last slot is kept for a fatal NAK, which must never be lost. */
+static bool q_room(struct eng_qp *qp)
+{
+	return q_len(qp) < ENG_RESPQ_SIZE - 1;
+}
+
+static struct eng_job *q_push(struct eng_qp *qp)
+{
+	struct eng_job *j = &qp->resp.q[qp->resp.q_tail & Q_MASK];
+
+	memset(j, 0, sizeof(*j));
+	qp->resp.q_tail++;
+	j->msn = qp->resp.msn;
+	return j;
+}
+
+/* Queues an ACK or NAK. A plain ACK replaces a plain ACK still waiting at the tail (an ACK
+ * for PSN n covers every earlier PSN, spec 5.1); NAKs are never merged. The caller checked
+ * room (q_room, or ack_coalesces for a plain ACK). */
+static void enqueue_ack(struct eng_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	struct eng_job *j;
+
+	if (syndrome == SYND_ACK && ack_coalesces(qp)) {
+		j = q_tail_job(qp);
+		if (psn_cmp(psn, j->psn) >= 0) {
+			j->psn = psn;
+			j->msn = qp->resp.msn;
+		}
+		return;
+	}
+	j = q_push(qp);
+	j->type = ENG_JOB_ACK;
+	j->syndrome = syndrome;
+	j->psn = psn;
+}
+
+static bool ack_room(struct eng_qp *qp)
+{
+	return ack_coalesces(qp) || q_room(qp);
+}
+
+/* ---- errors ---- */
+
+/* Class C errors (spec 5.4): the receive WQE in use, if any, completes with `recv_status`;
+ * the QP goes to ERR (flushing the rest) and the only response still sent is the NAK. */
+static void fatal(struct eng_qp *qp, enum eng_err err, uint32_t psn, enum ibv_wc_status recv_status)
+{
+	enum ibv_event_type ev = IBV_EVENT_QP_FATAL;
+
+	if (recv_status != IBV_WC_SUCCESS)
+		eng_resp_flush_held(qp, recv_status);
+	if (err == ENG_ERR_INVALID_REQ)
+		ev = IBV_EVENT_QP_REQ_ERR;
+	else if (err == ENG_ERR_REMOTE_ACCESS)
+		ev = IBV_EVENT_QP_ACCESS_ERR;
+	ENG_INC(qp, naks_sent);
+	/* Responses to earlier requests still go out first (rxe sends them before it even looks
+	 * at the next request); then the NAK. */
+	qp->resp.keep_queue = true;
+	eng_qp_to_err(qp, ev, true);
+	if (ack_coalesces(qp)) /* the NAK covers an ACK waiting at the tail */
+		qp->resp.q_tail--;
+	enqueue_ack(qp, eng_nak_syndrome(err), psn);
+}
+
+/* Takes the oldest receive WQE into resp.wqe (an SRQ slot is free again at once). */
+static void take_wqe(struct eng_qp *qp)
+{
+	qp->resp.wqe = *eng_rq_peek(qp->rq);
+	eng_rq_pop(qp->rq);
+	qp->resp.have_wqe = true;
+	qp->resp.offset = 0;
+}
+
+/* ---- duplicates (spec 5.6, IBA 9.7.5.1.3) ---- */
+
+static struct eng_res *find_res(struct eng_qp *qp, uint8_t type, uint32_t psn)
+{
+	for (uint32_t i = 0; i < qp->resp.nres; i++) {
+		struct eng_res *r = &qp->resp.res[i];
+
+		if (r->type == type && psn_cmp(psn, r->first_psn) >= 0 &&
+		    psn_cmp(psn, r->last_psn) <= 0)
+			return r;
+	}
+	return NULL;
+}
+
+static void duplicate(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt)
+{
+	uint32_t psn = pkt->bth.psn;
+	struct eng_res *r;
+	struct eng_job *j;
+
+	ENG_INC(qp, dup_requests);
+	switch (oi->kind) {
+	case ROCE_KIND_SEND:
+	case ROCE_KIND_WRITE:
+		/* Not executed again; re-acknowledge up to the last PSN accepted, whatever the
+		 * AckReq bit (IBA C9-105). */
+		if (!ack_room(qp)) {
+			ENG_INC(qp, drop_resp_busy);
+			return;
+		}
+		enqueue_ack(qp, SYND_ACK, psn_add(qp->resp.psn, PSN_MASK));
+		break;
+	case ROCE_KIND_READ_REQ: {
+		uint64_t va = pkt->reth.va, len = pkt->reth.dma_len;
+		int err = 0;
+
+		/* Re-executed if it asks for the remembered region or a part of it, with the same
+		 * key; the key is checked again, as memory may have been deregistered. */
+		r = find_res(qp, ENG_RES_READ, psn);
+		if (!r || pkt->reth.rkey != r->rkey || va < r->va || va > UINT64_MAX - len ||
+		    va + len > r->va + r->length ||
+		    (len && !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, r->rkey, true, va, len,
+						 IBV_ACCESS_REMOTE_READ, &err))) {
+			ENG_INC(qp, drop_dup_unmatched);
+			return;
+		}
+		if (!q_room(qp)) {
+			ENG_INC(qp, drop_resp_busy);
+			return;
+		}
+		j = q_push(qp);
+		j->type = ENG_JOB_READ;
+		j->psn = psn;
+		j->va = va;
+		j->rkey = r->rkey;
+		j->length = (uint32_t)len;
+		j->from_first = psn == r->first_psn;
+		ENG_INC(qp, dup_reads_replayed);
+		break;
+	}
+	case ROCE_KIND_ATOMIC:
+		/* Never executed twice: the saved original value is sent again. */
+		r = find_res(qp, ENG_RES_ATOMIC, psn);
+		if (!r) {
+			ENG_INC(qp, drop_dup_unmatched);
+			return;
+		}
+		if (!q_room(qp)) {
+			ENG_INC(qp, drop_resp_busy);
+			return;
+		}
+		j = q_push(qp);
+		j->type = ENG_JOB_ATOMIC_ACK;
+		j->psn = psn;
+		j->orig = r->orig;
+		ENG_INC(qp, dup_atomics_replayed);
+		break;
+	default:
+		return;
+	}
+	ENG_INC(qp, rx_packets);
+}
+
+/* ---- in-sequence requests ---- */
+
+static uint64_t do_atomic(void *host, uint8_t opcode, uint64_t swap_add, uint64_t compare)
+{
+	uint64_t orig;
+
+	if (((uintptr_t)host & 7) == 0) {
+		/* Host-aligned: atomic against other CPUs touching the same memory. */
+		uint64_t *p = host;
+
+		if (opcode == ROCE_RC_CMP_SWAP) {
+			orig = compare;
+			__atomic_compare_exchange_n(p, &orig, swap_add, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+			return orig;
+		}
+		return __atomic_fetch_add(p, swap_add, __ATOMIC_SEQ_CST);
+	}
+	memcpy(&orig, host, 8);
+	if (opcode == ROCE_RC_CMP_SWAP) {
+		if (orig == compare)
+			memcpy(host, &swap_add, 8);
+	} else {
+		uint64_t v = orig + swap_add;
+
+		memcpy(host, &v, 8);
+	}
+	return orig;
+}
+
+static struct eng_res *res_next(struct eng_qp *qp)
+{
+	struct eng_res *r = &qp->resp.res[qp->resp.res_next];
+
+	qp->resp.res_next = (qp->resp.res_next + 1) % qp->resp.nres;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* Opcode sequence (rxe check_op_seq; spec 3): inside a SEND only SEND MIDDLE / LAST*, inside
+ * a WRITE only WRITE MIDDLE / LAST*, between messages only FIRST / ONLY opcodes. */
+static bool opseq_ok(const struct eng_qp *qp, const struct roce_opinfo *oi)
+{
+	if (qp->resp.in_send)
+		return oi->kind == ROCE_KIND_SEND && !(oi->pos & ROCE_POS_FIRST);
+	if (qp->resp.in_write)
+		return oi->kind == ROCE_KIND_WRITE && !(oi->pos & ROCE_POS_FIRST);
+	return oi->pos & ROCE_POS_FIRST;
+}
+
+/* The QP's access flags enable the operation (rxe check_op_valid); READ / ATOMIC also need
+ * responder resources. */
+static bool op_enabled(const struct eng_qp *qp, const struct roce_opinfo *oi)
+{
+	switch (oi->kind) {
+	case ROCE_KIND_WRITE:
+		return qp->attr.access & IBV_ACCESS_REMOTE_WRITE;
+	case ROCE_KIND_READ_REQ:
+		return (qp->attr.access & IBV_ACCESS_REMOTE_READ) && qp->resp.nres;
+	case ROCE_KIND_ATOMIC:
+		return (qp->attr.access & IBV_ACCESS_REMOTE_ATOMIC) && qp->resp.nres;
+	default:
+		return true;
+	}
+}
+
+/* Payload size by position (rxe check_length; spec 3). */
+static bool payload_len_ok(const struct eng_qp *qp, const struct roce_opinfo *oi, uint32_t len)
+{
+	uint32_t pmtu = qp->attr.pmtu;
+
+	if (!oi->payload)
+		return len == 0;
+	switch (oi->pos) {
+	case ROCE_POS_FIRST:
+	case ROCE_POS_MIDDLE:
+		return len == pmtu;
+	case ROCE_POS_LAST:
+		return len >= 1 && len <= pmtu;
+	default:
+		return len <= pmtu;
+	}
+}
+
+static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt)
+{
+	uint32_t psn = pkt->bth.psn;
+	uint32_t len = pkt->payload_len;
+	bool first = oi->pos & ROCE_POS_FIRST;
+	bool last = oi->pos & ROCE_POS_LAST;
+	bool wants_ack =
+	    pkt->bth.ackreq && (oi->kind == ROCE_KIND_SEND || oi->kind == ROCE_KIND_WRITE);
+	bool needs_rwqe = (oi->kind == ROCE_KIND_SEND && first) ||
+			  (oi->kind == ROCE_KIND_WRITE && oi->imm && last);
+	const struct eng_rwqe *rw = NULL;
+	struct eng_iov iov[ENG_MAX_SGE];
+	int niov = 0;
+	uint8_t *host = NULL;
+	uint64_t va = 0;
+	uint32_t rkey = 0;
+	int err = 0;
+
+	/* -- validate -- */
+	if (!opseq_ok(qp, oi) || !op_enabled(qp, oi)) {
+		ENG_INC(qp, drop_bad_opcode);
+		fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	if ((wants_ack && !ack_room(qp)) ||
+	    ((oi->kind == ROCE_KIND_READ_REQ || oi->kind == ROCE_KIND_ATOMIC) && !q_room(qp))) {
+		ENG_INC(qp, drop_resp_busy);
+		return;
+	}
+	if (needs_rwqe) {
+		rw = eng_rq_peek(qp->rq);
+		if (!rw) {
+			/* No receive WQE: RNR NAK, packet dropped, QP unchanged (spec 5.4). */
+			if (!q_room(qp)) {
+				ENG_INC(qp, drop_resp_busy);
+				return;
+			}
+			enqueue_ack(qp, ROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer, psn);
+			ENG_INC(qp, rnr_naks_sent);
+			return;
+		}
+	}
+	if (!payload_len_ok(qp, oi, len)) {
+		ENG_INC(qp, drop_bad_length);
+		fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	switch (oi->kind) {
+	case ROCE_KIND_SEND: {
+		const struct eng_rwqe *w = first ? rw : &qp->resp.wqe;
+		uint32_t off = first ? 0 : qp->resp.offset;
+
+		if ((uint64_t)off + len > w->length) {
+			/* Receive buffer too small: Invalid Request, LOC_LEN_ERR (spec 5.4). */
+			ENG_INC(qp, drop_bad_length);
+			if (first)
+				take_wqe(qp);
+			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
+			return;
+		}
+		niov =
+		    eng_sge_resolve(qp, w->sge, w->num_sge, off, len, IBV_ACCESS_LOCAL_WRITE, iov);
+		if (niov < 0) {
+			if (first)
+				take_wqe(qp);
+			fatal(qp, ENG_ERR_REMOTE_OP, psn, IBV_WC_LOC_PROT_ERR);
+			return;
+		}
+		break;
+	}
+	case ROCE_KIND_WRITE:
+		if (first) {
+			va = pkt->reth.va;
+			rkey = pkt->reth.rkey;
+			if (pkt->reth.dma_len > ENG_MAX_MSG_SIZE || len > pkt->reth.dma_len ||
+			    (last && len != pkt->reth.dma_len)) {
+				ENG_INC(qp, drop_bad_length);
+				fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
+				return;
+			}
+			/* The whole message's range is checked before its first byte lands. A
+			 * zero-length WRITE need not carry a valid key (spec 3). */
+			if (pkt->reth.dma_len &&
+			    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va,
+						 pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
+						 &err)) {
+				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
+				return;
+			}
+		} else {
+			va = qp->resp.va;
+			rkey = qp->resp.rkey;
+			if (len > qp->resp.resid || (last && len != qp->resp.resid)) {
+				ENG_INC(qp, drop_bad_length);
+				fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
+				return;
+			}
+		}
+		if (len) {
+			host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va, len,
+						   IBV_ACCESS_REMOTE_WRITE, &err);
+			if (!host) {
+				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
+				return;
+			}
+		}
+		break;
+	case ROCE_KIND_READ_REQ:
+		if (pkt->reth.dma_len > ENG_MAX_MSG_SIZE) {
+			ENG_INC(qp, drop_bad_length);
+			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_SUCCESS);
+			return;
+		}
+		if (pkt->reth.dma_len &&
+		    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, pkt->reth.rkey, true,
+					 pkt->reth.va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ,
+					 &err)) {
+			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
+			return;
+		}
+		break;
+	case ROCE_KIND_ATOMIC:
+		/* IBA 9.4.5: the target must be 8-byte aligned. */
+		if (pkt->atomic.va & 7) {
+			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_SUCCESS);
+			return;
+		}
+		host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, pkt->atomic.rkey, true,
+					   pkt->atomic.va, 8, IBV_ACCESS_REMOTE_ATOMIC, &err);
+		if (!host) {
+			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
+			return;
+		}
+		break;
+	default:
+		return;
+	}
+
+	/* -- apply -- */
+	qp->resp.nak_sent = false;
+	ENG_INC(qp, rx_packets);
+	switch (oi->kind) {
+	case ROCE_KIND_SEND: {
+		const uint8_t *src = pkt->payload;
+		struct ibv_wc wc = {0};
+
+		if (first)
+			take_wqe(qp);
+		for (int i = 0; i < niov; i++) {
+			memcpy(iov[i].ptr, src, iov[i].len);
+			src += iov[i].len;
+		}
+		qp->resp.offset += len;
+		qp->resp.psn = psn_add(psn, 1);
+		qp->resp.in_send = !last;
+		if (!last)
+			break;
+		qp->resp.msn = psn_add(qp->resp.msn, 1);
+		qp->resp.have_wqe = false;
+		wc.wr_id = qp->resp.wqe.wr_id;
+		wc.status = IBV_WC_SUCCESS;
+		wc.opcode = IBV_WC_RECV;
+		wc.byte_len = qp->resp.offset;
+		wc.src_qp = qp->attr.dest_qpn;
+		if (oi->imm) {
+			memcpy(&wc.imm_data, pkt->imm, 4);
+			wc.wc_flags |= IBV_WC_WITH_IMM;
+		}
+		if (oi->inv) {
+			/* SEND with Invalidate (IBA 10.6.6.2): an R_Key that cannot be invalidated
+			 * fails the receive, without a NAK (spec 5.4 class J). */
+			int r = qp->env.mem_invalidate
+				    ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd, pkt->ieth)
+				    : -EINVAL;
+			if (r) {
+				wc.status = IBV_WC_REM_INV_REQ_ERR;
+				eng_qp_complete(qp, qp->init.recv_cq, &wc, true);
+				eng_qp_to_err(qp, IBV_EVENT_QP_REQ_ERR, true);
+				return;
+			}
+			wc.invalidated_rkey = pkt->ieth;
+			wc.wc_flags |= IBV_WC_WITH_INV;
+		}
+		eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+		break;
+	}
+	case ROCE_KIND_WRITE:
+		if (first) {
+			qp->resp.rkey = rkey;
+			qp->resp.length = pkt->reth.dma_len;
+			qp->resp.resid = pkt->reth.dma_len;
+		}
+		if (len)
+			memcpy(host, pkt->payload, len);
+		qp->resp.va = va + len;
+		qp->resp.resid -= len;
+		qp->resp.psn = psn_add(psn, 1);
+		qp->resp.in_write = !last;
+		if (!last)
+			break;
+		qp->resp.msn = psn_add(qp->resp.msn, 1);
+		if (oi->imm) {
+			/* WRITE with immediate consumes a receive WQE; byte_len is the RDMA length
+			 * (rxe do_complete). */
+			struct ibv_wc wc = {0};
+
+			wc.wr_id = rw->wr_id;
+			wc.status = IBV_WC_SUCCESS;
+			wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+			wc.byte_len = qp->resp.length;
+			wc.src_qp = qp->attr.dest_qpn;
+			wc.wc_flags = IBV_WC_WITH_IMM;
+			memcpy(&wc.imm_data, pkt->imm, 4);
+			eng_rq_pop(qp->rq);
+			eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+		}
+		break;
+	case ROCE_KIND_READ_REQ: {
+		struct eng_res *r = res_next(qp);
+		uint32_t n = eng_npkts(pkt->reth.dma_len, qp->attr.pmtu);
+		struct eng_job *j;
+
+		r->type = ENG_RES_READ;
+		r->first_psn = psn;
+		r->last_psn = psn_add(psn, n - 1);
+		r->va = pkt->reth.va;
+		r->rkey = pkt->reth.rkey;
+		r->length = pkt->reth.dma_len;
+		/* MSN counts a READ when it is accepted (IBA C9-148). */
+		qp->resp.msn = psn_add(qp->resp.msn, 1);
+		j = q_push(qp);
+		j->type = ENG_JOB_READ;
+		j->psn = psn;
+		j->va = r->va;
+		j->rkey = r->rkey;
+		j->length = r->length;
+		j->from_first = true;
+		qp->resp.psn = psn_add(psn, n);
+		break;
+	}
+	case ROCE_KIND_ATOMIC: {
+		struct eng_res *r = res_next(qp);
+		struct eng_job *j;
+
+		r->type = ENG_RES_ATOMIC;
+		r->first_psn = r->last_psn = psn;
+		r->va = pkt->atomic.va;
+		r->rkey = pkt->atomic.rkey;
+		r->length = 8;
+		r->orig =
+		    do_atomic(host, pkt->bth.opcode, pkt->atomic.swap_add, pkt->atomic.compare);
+		qp->resp.msn = psn_add(qp->resp.msn, 1);
+		j = q_push(qp);
+		j->type = ENG_JOB_ATOMIC_ACK;
+		j->psn = psn;
+		j->orig = r->orig;
+		qp->resp.psn = psn_add(psn, 1);
+		break;
+	}
+	default:
+		break;
+	}
+	if (wants_ack)
+		enqueue_ack(qp, SYND_ACK, psn);
+}
+
+void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt)
+{
+	int32_t diff;
+
+	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
+		/* IBA 11.6.3.1: first packet received in RTR. */
+		qp->resp.comm_est = true;
+		eng_qp_event(qp, IBV_EVENT_COMM_EST);
+	}
+	diff = psn_cmp(pkt->bth.psn, qp->resp.psn);
+	if (diff < 0) {
+		duplicate(qp, oi, pkt);
+		return;
+	}
+	if (diff > 0) {
+		/* A gap: NAK PSN sequence error with the expected PSN, once per gap (spec 5.4);
+		 * the packet is dropped. */
+		ENG_INC(qp, drop_psn_gap);
+		if (qp->resp.nak_sent || !q_room(qp))
+			return;
+		enqueue_ack(qp, eng_nak_syndrome(ENG_ERR_PSN_SEQ), qp->resp.psn);
+		qp->resp.nak_sent = true;
+		ENG_INC(qp, seq_naks_sent);
+		return;
+	}
+	in_sequence(qp, oi, pkt);
+}
+
+/* ---- output ---- */
+
+static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *out, uint8_t *buf)
+{
+	static const uint8_t opcodes[ENG_PI__COUNT] = {
+	    ROCE_RC_READ_RESPONSE_FIRST, ROCE_RC_READ_RESPONSE_MIDDLE, ROCE_RC_READ_RESPONSE_LAST,
+	    ROCE_RC_READ_RESPONSE_ONLY};
+	uint32_t pmtu = qp->attr.pmtu;
+	uint32_t rem = j->length - j->offset;
+	uint32_t n = rem < pmtu ? rem : pmtu;
+	bool last = rem <= pmtu;
+	bool first = j->offset == 0 && j->from_first;
+	enum eng_pos_idx pi;
+
+	if (first)
+		pi = last ? ENG_PI_ONLY : ENG_PI_FIRST;
+	else
+		pi = last ? ENG_PI_LAST : ENG_PI_MIDDLE;
+	if (n) {
+		int err = 0;
+		const void *src =
+		    qp->env.mem_resolve(qp->env.ctx, qp->init.pd, j->rkey, true, j->va + j->offset,
+					n, IBV_ACCESS_REMOTE_READ, &err);
+
+		if (!src) {
+			/* The region went away while the response was being sent: nothing
+			 * queued after this READ can be answered any more. */
+			qp->resp.q_tail = qp->resp.q_head;
+			fatal(qp, ENG_ERR_REMOTE_ACCESS, j->psn, IBV_WC_SUCCESS);
+			return eng_resp_output(qp, out, buf);
+		}
+		memcpy(buf, src, n);
+	}
+	out->bth.opcode = opcodes[pi];
+	out->bth.psn = j->psn;
+	if (pi != ENG_PI_MIDDLE) {
+		out->aeth.syndrome = SYND_ACK;
+		out->aeth.msn = j->msn;
+	}
+	out->payload = buf;
+	out->payload_len = n;
+	j->psn = psn_add(j->psn, 1);
+	j->offset += n;
+	if (last)
+		qp->resp.q_head++;
+	return 1;
+}
+
+int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf)
+{
+	while (eng_resp_pending(qp)) {
+		struct eng_job *j = &qp->resp.q[qp->resp.q_head & Q_MASK];
+
+		out->bth.pkey = qp->attr.pkey;
+		out->bth.dqpn = qp->attr.dest_qpn;
+		switch (j->type) {
+		case ENG_JOB_ACK:
+			out->bth.opcode = ROCE_RC_ACK;
+			out->bth.psn = j->psn;
+			out->aeth.syndrome = j->syndrome;
+			out->aeth.msn = j->msn;
+			qp->resp.q_head++;
+			return 1;
+		case ENG_JOB_ATOMIC_ACK:
+			out->bth.opcode = ROCE_RC_ATOMIC_ACK;
+			out->bth.psn = j->psn;
+			out->aeth.syndrome = SYND_ACK;
+			out->aeth.msn = j->msn;
+			out->atomic_orig = j->orig;
+			qp->resp.q_head++;
+			return 1;
+		case ENG_JOB_READ:
+			if (qp->state == IBV_QPS_ERR && !qp->resp.keep_queue) {
+				qp->resp.q_head++;
+				continue;
+			}
+			return read_packet(qp, j, out, buf);
+		default:
+			qp->resp.q_head++;
+			break;
+		}
+	}
+	return 0;
+}
