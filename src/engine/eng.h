@@ -101,7 +101,8 @@ struct eng_env {
 	/* SEND with Invalidate: invalidate `rkey` in `pd`. Returns 0 or -EINVAL. May be NULL. */
 	int (*mem_invalidate)(void *ctx, uint32_t pd, uint32_t rkey);
 	/* The QP has packets to send, or its deadline moved earlier: the caller should call
-	 * eng_qp_output / eng_qp_deadline for it. May be called from any engine entry point. */
+	 * eng_qp_output / eng_qp_deadline for it. May be called from any engine entry point;
+	 * it must not call back into the engine (queue the QP and return). */
 	void (*wake)(void *ctx, struct eng_qp *qp);
 	/* Asynchronous event for the QP (IBV_EVENT_QP_FATAL, _QP_REQ_ERR, _QP_ACCESS_ERR,
 	 * _COMM_EST, _SQ_DRAINED, _QP_LAST_WQE_REACHED). May be NULL. */
@@ -176,7 +177,9 @@ int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
 void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns);
 
 /* Produces the next packet to send, if any: fills *out and copies its payload into `buf`
- * (at least attr.pmtu bytes; out->payload points there). Returns 1 if a packet was produced,
+ * (at least attr.pmtu bytes; out->payload points there). The payload is written at buf[0]:
+ * to build the datagram without another copy, give a buf with ROCE_MAX_HDR_LEN bytes of
+ * headroom in front and write the headers there (roce_build_hdrs), as core/ does. Returns 1 if a packet was produced,
  * 0 if nothing is due now. Retransmissions, ACKs/NAKs, read responses and new requests all
  * come out here, responses first. Returns -EINVAL if buf_cap < attr.pmtu. */
 int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
