@@ -234,13 +234,9 @@ static int sr_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		return -1;
 	core_note_app_poll(core);
 	core_lock(core);
-	int n = eng_cq_poll(&cq->ecq, num_entries, wc);
-	if (n == 0) {
-		/* Nothing yet: move packets on this thread rather than wait for the progress
-		 * thread (DESIGN.md decision 4). */
-		core_progress(core);
-		n = eng_cq_poll(&cq->ecq, num_entries, wc);
-	}
+	/* Moves packets on this thread rather than waiting for the progress thread (DESIGN.md
+	 * decision 4). */
+	int n = core_poll_cq(core, &cq->ecq, num_entries, wc);
 	core_unlock(core);
 	return n;
 }
@@ -652,7 +648,7 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	core_lock(core);
 	int ret = eng_qp_post_send(qp->eqp, wr, (const struct ibv_send_wr **)bad, core_now_ns());
 	/* Send right away, on the caller's thread: no hand-off on the latency path. */
-	core_progress(core);
+	core_flush(core);
 	core_unlock(core);
 	return -ret;
 }

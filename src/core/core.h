@@ -68,6 +68,15 @@ void core_qp_wake(struct core_ctx *c, struct eng_qp *qp);
 /* One pass of the loop, under the lock: receive a batch, run timers, send what is due.
  * Returns true if it did anything. */
 bool core_progress(struct core_ctx *c);
+/* Sends what is due now and nothing else (ibv_post_send: the new request leaves at once,
+ * without a receive system call in front of it). Under the lock. */
+void core_flush(struct core_ctx *c);
+/* ibv_poll_cq's progress, under the lock: returns completions from cq (up to n into wc),
+ * moving packets first when it is empty. When input produces completions they are returned
+ * before the output that input caused (ACKs) is sent; that output goes at the next call
+ * (or by the progress thread if the application does not come back), which takes the ACK's
+ * system call off the application's reply path. */
+int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc);
 /* Called by the application's polling threads before they poll (records that the
  * application is actively polling, which makes the progress thread back off). */
 void core_note_app_poll(struct core_ctx *c);

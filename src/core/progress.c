@@ -378,6 +378,14 @@ static void kick_thread_if_late(struct core_ctx *c)
 	}
 }
 
+void core_flush(struct core_ctx *c)
+{
+	if (c->io && c->run_head) {
+		run_output(c, core_now_ns());
+		kick_thread_if_late(c);
+	}
+}
+
 bool core_progress(struct core_ctx *c)
 {
 	if (!c->io)
@@ -390,6 +398,29 @@ bool core_progress(struct core_ctx *c)
 		did |= run_output(c, now);
 	kick_thread_if_late(c);
 	return did;
+}
+
+int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc)
+{
+	if (!c->io)
+		return eng_cq_poll(cq, n, wc);
+	uint64_t now = core_now_ns();
+	/* What the previous call left due (ACKs) goes first: its completions are with the
+	 * application by now. */
+	if (c->run_head)
+		run_output(c, now);
+	int got = eng_cq_poll(cq, n, wc);
+	if (got)
+		return got;
+	run_input(c, now);
+	run_timers(c, now);
+	got = eng_cq_poll(cq, n, wc);
+	/* A completion arrived: hand it over now and send the ACKs it caused at the next call,
+	 * so the application's reply is not queued behind our ACK's system call. */
+	if (!got)
+		run_output(c, now);
+	kick_thread_if_late(c);
+	return got;
 }
 
 /* ---- progress thread ---- */
@@ -443,6 +474,18 @@ static void *progress_main(void *arg)
 		}
 		if (atomic_load(&c->stop))
 			break;
+		now = core_now_ns();
+		if (now - atomic_load_explicit(&c->last_app_poll, memory_order_relaxed) <
+		    APP_ACTIVE_NS) {
+			/* The application is polling and moves packets itself: never make it wait
+			 * for the lock; only step in for timers it has not run. */
+			if (pthread_mutex_trylock(&c->lock) != 0)
+				continue;
+			if (c->next_deadline <= now || c->run_head)
+				core_progress(c);
+			core_unlock(c);
+			continue;
+		}
 		core_lock(c);
 		for (int i = 0; i < 64 && core_progress(c); i++) {
 		}
