@@ -179,9 +179,9 @@ void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns
 /* Produces the next packet to send, if any: fills *out and copies its payload into `buf`
  * (at least attr.pmtu bytes; out->payload points there). The payload is written at buf[0]:
  * to build the datagram without another copy, give a buf with ROCE_MAX_HDR_LEN bytes of
- * headroom in front and write the headers there (roce_build_hdrs), as core/ does. Returns 1 if a packet was produced,
- * 0 if nothing is due now. Retransmissions, ACKs/NAKs, read responses and new requests all
- * come out here, responses first. Returns -EINVAL if buf_cap < attr.pmtu. */
+ * headroom in front and write the headers there (roce_build_hdrs), as core/ does. Returns 1 if a
+ * packet was produced, 0 if nothing is due now. Retransmissions, ACKs/NAKs, read responses and new
+ * requests all come out here, responses first. Returns -EINVAL if buf_cap < attr.pmtu. */
 int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		  size_t buf_cap);
 
