@@ -1,0 +1,326 @@
+/* Verbs semantics beyond the data path, over real sockets on loopback: device list and
+ * queries, completion channels (a blocked application is woken by the progress thread, the
+ * fd is pollable, solicited-only arming), SRQs shared by two QPs with the limit event, and
+ * asynchronous events (communication established, SRQ limit). */
+#include "check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF 65536
+
+static struct ibv_device *lo_device(struct ibv_device ***list)
+{
+	int n;
+	*list = ibv_get_device_list(&n);
+	REQUIRE(*list && n >= 1);
+	REQUIRE((*list)[n] == NULL); /* NULL-terminated */
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name((*list)[i]), "roce_lo"))
+			return (*list)[i];
+	return NULL;
+}
+
+static void queries(struct ibv_context *ctx)
+{
+	struct ibv_device_attr da;
+	CHECK_EQ(ibv_query_device(ctx, &da), 0);
+	CHECK_EQ(da.phys_port_cnt, 1);
+	CHECK(da.max_qp_wr >= 1024);
+	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_HCA);
+	CHECK(da.max_qp_rd_atom >= 1);
+	struct ibv_device_attr_ex dax;
+	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &dax), 0);
+	CHECK_EQ(dax.orig_attr.max_qp_wr, da.max_qp_wr);
+	struct ibv_port_attr pa;
+	CHECK_EQ(ibv_query_port(ctx, 1, &pa), 0);
+	CHECK_EQ(pa.state, IBV_PORT_ACTIVE);
+	CHECK_EQ(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+	CHECK_EQ(pa.active_mtu, IBV_MTU_4096); /* lo: MTU 65536 -> 4096, as rxe */
+	CHECK(pa.gid_tbl_len >= 1);
+	CHECK(ibv_query_port(ctx, 2, &pa) != 0);
+	union ibv_gid gid;
+	CHECK_EQ(ibv_query_gid(ctx, 1, 0, &gid), 0);
+	static const uint8_t lo_v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+	CHECK_MEM(gid.raw, lo_v4, 16);
+	struct ibv_gid_entry ge;
+	CHECK_EQ(ibv_query_gid_ex(ctx, 1, 0, &ge, 0), 0);
+	CHECK_EQ(ge.gid_type, IBV_GID_TYPE_ROCE_V2);
+	CHECK_MEM(ge.gid.raw, lo_v4, 16);
+	CHECK(ibv_query_gid_ex(ctx, 1, 200, &ge, 0) != 0);
+	CHECK(ibv_query_gid(ctx, 1, 200, &gid) != 0);
+	__be16 pkey;
+	CHECK_EQ(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
+	CHECK_EQ(be16toh(pkey), 0xFFFF);
+}
+
+struct end {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp[2];
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static void connect_qp(struct ibv_qp *qp, uint32_t dest, int gid_index, union ibv_gid dgid)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	REQUIRE(ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS) == 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 100;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
+	a.ah_attr.grh.dgid = dgid;
+	REQUIRE(ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_MIN_RNR_TIMER) == 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 100;
+	REQUIRE(ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+}
+
+static void end_open(struct end *e, struct ibv_device *dev, bool with_srq)
+{
+	memset(e, 0, sizeof(*e));
+	e->ctx = ibv_open_device(dev);
+	REQUIRE(e->ctx);
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->ch = ibv_create_comp_channel(e->ctx);
+	e->cq = ibv_create_cq(e->ctx, 64, (void *)0x1234, e->ch, 0);
+	e->buf = calloc(1, BUF);
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(e->pd && e->ch && e->cq && e->buf && e->mr);
+	if (with_srq) {
+		struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+		e->srq = ibv_create_srq(e->pd, &sa);
+		REQUIRE(e->srq);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr qia = {.send_cq = e->cq,
+					       .recv_cq = e->cq,
+					       .srq = e->srq,
+					       .qp_type = IBV_QPT_RC,
+					       .cap = {.max_send_wr = 16,
+						       .max_recv_wr = 16,
+						       .max_send_sge = 1,
+						       .max_recv_sge = 1}};
+		e->qp[i] = ibv_create_qp(e->pd, &qia);
+		REQUIRE(e->qp[i]);
+	}
+}
+
+static void end_close(struct end *e)
+{
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(ibv_destroy_qp(e->qp[i]), 0);
+	if (e->srq)
+		CHECK_EQ(ibv_destroy_srq(e->srq), 0);
+	CHECK_EQ(ibv_dereg_mr(e->mr), 0);
+	CHECK_EQ(ibv_destroy_cq(e->cq), 0);
+	CHECK_EQ(ibv_destroy_comp_channel(e->ch), 0);
+	CHECK_EQ(ibv_dealloc_pd(e->pd), 0);
+	CHECK_EQ(ibv_close_device(e->ctx), 0);
+	free(e->buf);
+}
+
+static void send_msg(struct end *e, int q, uint32_t len, unsigned flags, uint64_t wr_id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)e->buf, .length = len, .lkey = e->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED | flags},
+			   *bad;
+	CHECK_EQ(ibv_post_send(e->qp[q], &wr, &bad), 0);
+}
+
+/* Blocks in ibv_get_cq_event (the progress thread must deliver), with a watchdog via poll. */
+static int wait_event(struct end *e)
+{
+	struct pollfd pfd = {.fd = e->ch->fd, .events = POLLIN};
+	if (poll(&pfd, 1, 5000) != 1)
+		return -1;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	if (ibv_get_cq_event(e->ch, &cq, &cq_ctx))
+		return -1;
+	CHECK(cq == e->cq);
+	CHECK(cq_ctx == (void *)0x1234);
+	ibv_ack_cq_events(cq, 1);
+	return 0;
+}
+
+static int drain(struct ibv_cq *cq, struct ibv_wc *wc, int want)
+{
+	int got = 0;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < want) {
+		got += ibv_poll_cq(cq, want - got, wc + got);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 5)
+			break;
+	}
+	return got;
+}
+
+static void post_srq(struct end *e, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = {.addr = (uintptr_t)e->buf + 1024 * (unsigned)(i % 32),
+				      .length = 1024,
+				      .lkey = e->mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = 1000 + (uint64_t)i,
+					 .sg_list = &sge,
+					 .num_sge = 1},
+				   *bad;
+		CHECK_EQ(ibv_post_srq_recv(e->srq, &wr, &bad), 0);
+	}
+}
+
+int main(void)
+{
+	struct ibv_device **list;
+	struct ibv_device *dev = lo_device(&list);
+	REQUIRE(dev);
+	CHECK_EQ(dev->transport_type, IBV_TRANSPORT_IB);
+	CHECK_EQ(dev->node_type, IBV_NODE_CA);
+	CHECK(ibv_get_device_guid(dev) != 0);
+
+	struct end a, b;
+	end_open(&a, dev, false);
+	end_open(&b, dev, true);
+	queries(a.ctx);
+	for (int i = 0; i < 2; i++) {
+		union ibv_gid ga, gb;
+		ibv_query_gid(a.ctx, 1, 0, &ga);
+		ibv_query_gid(b.ctx, 1, 0, &gb);
+		connect_qp(a.qp[i], b.qp[i]->qp_num, 0, gb);
+		connect_qp(b.qp[i], a.qp[i]->qp_num, 0, ga);
+	}
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK_EQ(ibv_query_qp(a.qp[0], &qa, IBV_QP_STATE | IBV_QP_CAP, &qi), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_RTS);
+	CHECK_EQ(qa.path_mtu, IBV_MTU_1024);
+	CHECK_EQ(qa.dest_qp_num, b.qp[0]->qp_num);
+	CHECK(qi.cap.max_inline_data >= 64);
+
+	/* SRQ: arm the limit at 4, post 8; both of b's QPs draw from it. */
+	struct ibv_srq_attr sattr = {.srq_limit = 4};
+	CHECK_EQ(ibv_modify_srq(b.srq, &sattr, IBV_SRQ_LIMIT), 0);
+	post_srq(&b, 8);
+	CHECK_EQ(ibv_query_srq(b.srq, &sattr), 0);
+	CHECK_EQ(sattr.srq_limit, 4);
+	/* A QP using an SRQ refuses its own receives. */
+	struct ibv_recv_wr rwr = {.wr_id = 1}, *rbad;
+	CHECK(ibv_post_recv(b.qp[0], &rwr, &rbad) != 0);
+
+	/* Completion channel, blocked application: b arms its CQ and sleeps in poll(); the
+	 * progress thread receives a's SEND and wakes it. */
+	CHECK_EQ(ibv_req_notify_cq(b.cq, 0), 0);
+	send_msg(&a, 0, 200, 0, 1);
+	CHECK_EQ(wait_event(&b), 0);
+	struct ibv_wc wc[8];
+	CHECK_EQ(drain(b.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, IBV_WC_RECV);
+	CHECK_EQ(wc[0].byte_len, 200);
+	CHECK_EQ(wc[0].qp_num, b.qp[0]->qp_num);
+	CHECK(wc[0].wr_id >= 1000 && wc[0].wr_id < 1008);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+
+	/* Solicited-only arming: an unsolicited SEND does not fire it, a solicited one does. */
+	CHECK_EQ(ibv_req_notify_cq(b.cq, 1), 0);
+	send_msg(&a, 1, 10, 0, 2);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+	struct pollfd pfd = {.fd = b.ch->fd, .events = POLLIN};
+	CHECK_EQ(poll(&pfd, 1, 100), 0); /* no event */
+	send_msg(&a, 1, 10, IBV_SEND_SOLICITED, 3);
+	CHECK_EQ(wait_event(&b), 0);
+	CHECK_EQ(drain(b.cq, wc, 2), 2);
+	CHECK_EQ(wc[0].qp_num, b.qp[1]->qp_num);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+
+	/* The SRQ now holds 5; two more receives take it below the limit of 4: async event. */
+	send_msg(&a, 0, 10, 0, 4);
+	send_msg(&a, 0, 10, 0, 5);
+	CHECK_EQ(drain(b.cq, wc, 2), 2);
+	CHECK_EQ(drain(a.cq, wc, 2), 2);
+	int fl = fcntl(b.ctx->async_fd, F_GETFL);
+	fcntl(b.ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	bool limit_seen = false, comm_est_seen = false;
+	struct ibv_async_event ev;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (ibv_get_async_event(b.ctx, &ev) == 0) {
+			if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+				CHECK(ev.element.srq == b.srq);
+				limit_seen = true;
+			}
+			if (ev.event_type == IBV_EVENT_COMM_EST)
+				comm_est_seen = true;
+			ibv_ack_async_event(&ev);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!limit_seen && t.tv_sec - t0.tv_sec < 3);
+	CHECK(limit_seen);
+	(void)comm_est_seen; /* optional: rxe raises it only for packets received in RTR */
+	/* The limit disarms itself after firing (verbs: one event per arm). */
+	CHECK_EQ(ibv_query_srq(b.srq, &sattr), 0);
+	CHECK_EQ(sattr.srq_limit, 0);
+
+	/* Moving a QP to ERR flushes its posted work with IBV_WC_WR_FLUSH_ERR, in order. */
+	for (int i = 0; i < 3; i++) {
+		struct ibv_sge sge = {.addr = (uintptr_t)a.buf, .length = 8, .lkey = a.mr->lkey};
+		struct ibv_recv_wr r = {.wr_id = 500 + (uint64_t)i, .sg_list = &sge, .num_sge = 1};
+		CHECK_EQ(ibv_post_recv(a.qp[0], &r, &rbad), 0);
+	}
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	CHECK_EQ(ibv_modify_qp(a.qp[0], &err, IBV_QP_STATE), 0);
+	CHECK_EQ(drain(a.cq, wc, 3), 3);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		CHECK_EQ(wc[i].wr_id, 500 + i);
+	}
+	/* ERR -> RESET -> INIT is legal again. */
+	struct ibv_qp_attr rst = {.qp_state = IBV_QPS_RESET};
+	CHECK_EQ(ibv_modify_qp(a.qp[0], &rst, IBV_QP_STATE), 0);
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	CHECK_EQ(
+	    ibv_modify_qp(a.qp[0], &init,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0);
+
+	end_close(&a);
+	end_close(&b);
+	ibv_free_device_list(list);
+	return check_exit();
+}
