@@ -83,6 +83,10 @@ void core_note_app_poll(struct core_ctx *c);
 
 uint64_t core_now_ns(void);
 
+/* Calls fn for every context-wide counter: the context's own (core_counter_names), then the
+ * UDP backend's ("udp_" + name) and the fault stage's ("fault_" + name). Under the lock. */
+typedef void (*core_counter_fn)(void *arg, const char *name, uint64_t value);
+void core_each_counter(struct core_ctx *c, core_counter_fn fn, void *arg);
 /* Prints every non-zero counter (context, UDP backend, fault stage) / of one QP, one line
  * each, to f. Used when $SOFTRDMA_STATS is set (verbs.c, device.c). Under the lock. */
 void core_dump_counters(struct core_ctx *c, FILE *f);
@@ -92,7 +96,11 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 #define CORE_COUNTERS(X)                                                                           \
 	X(rx_packets, "UDP datagrams received")                                                    \
 	X(tx_packets, "UDP datagrams sent")                                                        \
-	X(rx_parse_errors, "packets dropped: malformed (see wire reasons)")                        \
+	X(rx_truncated, "packets dropped: shorter than their headers and ICRC")                    \
+	X(rx_unknown_opcode, "packets dropped: unknown BTH opcode")                                \
+	X(rx_bad_tver, "packets dropped: BTH transport version is not 0")                          \
+	X(rx_bad_pad, "packets dropped: PadCnt larger than the payload")                           \
+	X(rx_unexpected_payload, "packets dropped: payload on an opcode that has none")            \
 	X(rx_bad_icrc, "packets dropped: ICRC mismatch")                                           \
 	X(rx_unknown_qp, "packets dropped: no such destination QP")                                \
 	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \

@@ -286,8 +286,16 @@ static bool run_output(struct core_ctx *c, uint64_t now)
 static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 {
 	struct roce_pkt pkt;
-	if (roce_parse(p->buf, p->len, &pkt) != ROCE_ERR_NONE) {
-		c->counters[CORE_CNT_rx_parse_errors]++;
+	static const enum core_counter parse_counter[ROCE_ERR__COUNT] = {
+	    [ROCE_ERR_TRUNCATED] = CORE_CNT_rx_truncated,
+	    [ROCE_ERR_UNKNOWN_OPCODE] = CORE_CNT_rx_unknown_opcode,
+	    [ROCE_ERR_BAD_TVER] = CORE_CNT_rx_bad_tver,
+	    [ROCE_ERR_BAD_PAD] = CORE_CNT_rx_bad_pad,
+	    [ROCE_ERR_UNEXPECTED_PAYLOAD] = CORE_CNT_rx_unexpected_payload,
+	};
+	enum roce_parse_err perr = roce_parse(p->buf, p->len, &pkt);
+	if (perr != ROCE_ERR_NONE) {
+		c->counters[parse_counter[perr]]++;
 		return;
 	}
 	struct roce_envelope env = {
@@ -606,35 +614,42 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f)
 	fprintf(f, "\n");
 }
 
-void core_dump_counters(struct core_ctx *c, FILE *f)
+void core_each_counter(struct core_ctx *c, core_counter_fn fn, void *arg)
 {
-	fprintf(f, "softrdma: context:");
+	char name[64];
 	for (int i = 0; i < CORE_CNT__COUNT; i++)
-		if (c->counters[i])
-			fprintf(f, " %s=%llu", core_counter_names[i],
-				(unsigned long long)c->counters[i]);
-	fprintf(f, "\n");
+		fn(arg, core_counter_names[i], c->counters[i]);
 	if (c->io) {
 		uint64_t v[IO_UDP_NCOUNTERS];
 		io_udp_counters(c->io, v);
-		fprintf(f, "softrdma: udp:");
-		for (int i = 0; i < IO_UDP_NCOUNTERS; i++)
-			if (v[i])
-				fprintf(f, " %s=%llu", io_udp_counter_name((enum io_udp_counter)i),
-					(unsigned long long)v[i]);
-		fprintf(f, "\n");
+		for (int i = 0; i < IO_UDP_NCOUNTERS; i++) {
+			snprintf(name, sizeof(name), "udp_%s",
+				 io_udp_counter_name((enum io_udp_counter)i));
+			fn(arg, name, v[i]);
+		}
 	}
 	if (c->fault) {
 		uint64_t v[IO_FAULT_NCOUNTERS];
 		io_fault_counters(c->fault, v);
-		fprintf(f, "softrdma: faults:");
-		for (int i = 0; i < IO_FAULT_NCOUNTERS; i++)
-			if (v[i])
-				fprintf(f, " %s=%llu",
-					io_fault_counter_name((enum io_fault_counter)i),
-					(unsigned long long)v[i]);
-		fprintf(f, "\n");
+		for (int i = 0; i < IO_FAULT_NCOUNTERS; i++) {
+			snprintf(name, sizeof(name), "fault_%s",
+				 io_fault_counter_name((enum io_fault_counter)i));
+			fn(arg, name, v[i]);
+		}
 	}
+}
+
+static void print_nonzero(void *arg, const char *name, uint64_t v)
+{
+	if (v)
+		fprintf(arg, " %s=%llu", name, (unsigned long long)v);
+}
+
+void core_dump_counters(struct core_ctx *c, FILE *f)
+{
+	fprintf(f, "softrdma: context:");
+	core_each_counter(c, print_nonzero, f);
+	fprintf(f, "\n");
 }
 
 void core_ctx_destroy(struct core_ctx *c)
