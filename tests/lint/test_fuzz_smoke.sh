@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Fuzz smoke test: builds every fuzz/fuzz_*.c as a libFuzzer target (clang, ASan + UBSan,
+# UB aborts) linked with src/wire/**/*.c and src/util/*.c, and runs each for 20 seconds.
+# Fails on any crash, sanitizer report, leak, timeout or out-of-memory; skips (exit 77) when
+# clang with libFuzzer is not available. Usage: test_fuzz_smoke.sh [build-dir (unused)]
+# Environment: FUZZ_CC (default clang), FUZZ_SECONDS (default 20).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+cc=${FUZZ_CC:-clang}
+secs=${FUZZ_SECONDS:-20}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-fuzz.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# libFuzzer present? (Debian: clang + libclang-rt-dev / the compiler-rt that comes with clang)
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
+	>"$tmp/probe.c"
+if ! command -v "$cc" >/dev/null 2>&1 ||
+	! "$cc" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/probe" >/dev/null 2>&1; then
+	echo "SKIP: $cc with libFuzzer (-fsanitize=fuzzer) not available"
+	exit 77
+fi
+
+shopt -s nullglob globstar
+targets=(fuzz/fuzz_*.c)
+libsrc=(src/wire/**/*.c src/util/*.c)
+if [ ${#targets[@]} -eq 0 ]; then
+	echo "no fuzz/fuzz_*.c targets"
+	exit 1
+fi
+
+flags=(-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -Isrc -Iinclude)
+# The library, instrumented for coverage, as an archive: each target pulls what it uses.
+mkdir -p "$tmp/obj"
+i=0
+for src in "${libsrc[@]}"; do
+	i=$((i + 1))
+	if ! "$cc" "${flags[@]}" -fsanitize=fuzzer-no-link,address,undefined -c "$src" \
+		-o "$tmp/obj/$i.o" 2>"$tmp/cc.log"; then
+		echo "FAIL: cannot compile $src:"
+		cat "$tmp/cc.log"
+		exit 1
+	fi
+done
+ar rcs "$tmp/libsoftrdma_fuzz.a" "$tmp"/obj/*.o || exit 1
+
+# Seeds: valid inputs so that 20 seconds reach deep states (iwarp.md 2.5 and 6.5 vectors).
+hexfile() { # file, hex...
+	local f=$1
+	shift
+	printf '%s' "$*" | tr -d ' \n' | sed 's/../\\x&/g' | xargs -0 printf '%b' >"$f"
+}
+seed() { # target-name, seed-name, hex
+	mkdir -p "$tmp/corpus/$1"
+	hexfile "$tmp/corpus/$1/$2" "$3"
+}
+w='001b c140 00001234 00007f0000001000 48656c6c6f2c20695741525021 000000 c49234ca'
+s='0022 4143 00000000 00000000 00000001 00000000 73656e642d7061796c6f61642d313621 448d5700'
+t='002a 4147 00000000 00000002 00000001 00000000 1201c000 0010 4143 00000000 00000005 00000007 00000000 e63f5369'
+r='002e 4141 00000000 00000001 00000001 00000000 00005678 00007f0000002000 00000040 00001234 00007f0000001000 00000000'
+seed fuzz_iw_stream crc "01 0000 02 05 40 $w $s $t"
+seed fuzz_iw_stream nocrc "00 ffff 00 $r $s"
+seed fuzz_mpa req1 "01 4d504120494420526571204672616d65 40 01 0008 636c69656e742121 $w"
+seed fuzz_mpa req2 "01 4d504120494420526571204672616d65 10 02 000c 0010 0010 636c69656e742121"
+seed fuzz_mpa rep2p2p "02 4d504120494420526570204672616d65 50 02 0004 8001 8001 $s"
+
+fail=0
+for src in "${targets[@]}"; do
+	name=$(basename "$src" .c)
+	bin="$tmp/$name"
+	if ! "$cc" "${flags[@]}" -fsanitize=fuzzer,address,undefined "$src" "$tmp/libsoftrdma_fuzz.a" \
+		-o "$bin" -pthread 2>"$tmp/cc.log"; then
+		echo "FAIL: cannot build $src:"
+		cat "$tmp/cc.log"
+		fail=1
+		continue
+	fi
+	mkdir -p "$tmp/corpus/$name" "$tmp/artifacts"
+	echo "== $name: ${secs}s"
+	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:quarantine_size_mb=64 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2560 -print_final_stats=1 \
+		-artifact_prefix="$tmp/artifacts/$name-" "$tmp/corpus/$name" >"$tmp/$name.log" 2>&1; then
+		grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$tmp/$name.log"
+		grep -E '^#[0-9]+[[:space:]]+DONE' "$tmp/$name.log" | tail -1 | sed 's/ *lim:.*//'
+	else
+		echo "FAIL: $name crashed; log tail:"
+		tail -40 "$tmp/$name.log"
+		for a in "$tmp/artifacts/$name-"*; do
+			echo "reproducer ($a), base64:"
+			base64 -w0 "$a"
+			echo
+		done
+		fail=1
+	fi
+done
+exit $fail
