@@ -7,6 +7,9 @@
  *
  * lat: SEND ping-pong of -s bytes (default 100), both sides busy-polling; the client prints
  *      "lat size=100 n=... p50=.. p99=.. p999=.. min=.. avg=.. us" (round trip).
+ * wlat: RDMA WRITE ping-pong as ib_write_lat does it: each side writes -s bytes into the
+ *      other's buffer and spins on the last byte of its own (the target never calls verbs
+ *      to receive: progress is the library's job); the client prints "wlat ..." like lat.
  * bw:  the client RDMA WRITEs -s bytes (default 65536) with 32 outstanding for -n messages;
  *      prints "bw size=65536 n=... secs=... gbps=... msgs_per_sec=...". */
 #include <arpa/inet.h>
@@ -124,15 +127,15 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	int lat = !strcmp(test, "lat");
-	if (!lat && strcmp(test, "bw")) {
-		fprintf(stderr, "sr_perf: -t must be lat or bw\n");
+	int lat = !strcmp(test, "lat"), wlat = !strcmp(test, "wlat");
+	if (!lat && !wlat && strcmp(test, "bw")) {
+		fprintf(stderr, "sr_perf: -t must be lat, wlat or bw\n");
 		return 2;
 	}
 	if (size < 0)
-		size = lat ? 100 : 65536;
+		size = lat || wlat ? 100 : 65536;
 	if (iters < 0)
-		iters = lat ? 20000 : 20000;
+		iters = 20000;
 	const char *host = optind < argc ? argv[optind] : NULL;
 
 	int ndev;
@@ -216,7 +219,47 @@ int main(int argc, char **argv)
 	struct ibv_send_wr swr = {.sg_list = &ssge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED},
 			   *sbad;
 	char go = 'g', ack;
-	if (lat) {
+	if (wlat) {
+		/* The last byte of each message carries the iteration number (never 0). */
+		volatile uint8_t *mine = buf + size - 1;
+		uint8_t *src = buf + size; /* staging: the second half of the buffer */
+		swr.opcode = IBV_WR_RDMA_WRITE;
+		swr.wr.rdma.remote_addr = peer.addr;
+		swr.wr.rdma.rkey = peer.rkey;
+		ssge.addr = (uintptr_t)src;
+		if (size <= 128)
+			swr.send_flags |= IBV_SEND_INLINE;
+		exchange(fd, &go, &ack, 1);
+		long warm = iters / 10;
+		double *rtt = calloc((size_t)iters, sizeof(double));
+		for (long i = 0; i < iters + warm; i++) {
+			uint8_t tag = (uint8_t)(i % 255 + 1);
+			double t0 = now_us();
+			if (!host)
+				while (*mine != tag) {
+				}
+			src[size - 1] = tag;
+			ibv_post_send(qp, &swr, &sbad);
+			poll_one(cq);
+			if (host)
+				while (*mine != tag) {
+				}
+			if (host && i >= warm)
+				rtt[i - warm] = now_us() - t0;
+		}
+		if (host) {
+			double sum = 0;
+			for (long i = 0; i < iters; i++)
+				sum += rtt[i];
+			qsort(rtt, (size_t)iters, sizeof(double), cmp_double);
+			printf("wlat size=%ld n=%ld min=%.2f p50=%.2f p99=%.2f p999=%.2f avg=%.2f "
+			       "us\n",
+			       size, iters, rtt[0], rtt[iters / 2], rtt[iters * 99 / 100],
+			       rtt[iters * 999 / 1000], sum / iters);
+		}
+		free(rtt);
+		exchange(fd, &go, &ack, 1);
+	} else if (lat) {
 		for (int i = 0; i < 64; i++)
 			ibv_post_recv(qp, &rwr, &rbad);
 		swr.opcode = IBV_WR_SEND;

@@ -23,8 +23,10 @@
 #define PKT_ROOM (ROCE_MAX_HDR_LEN + 4096 + 4 + ROCE_ICRC_LEN)
 /* Packets one QP may emit per pass before the others get a turn. */
 #define QP_BURST 64
-/* The application counts as polling for this long after its last poll. */
-#define APP_ACTIVE_NS 2000000ull
+/* The application counts as polling for this long after its last poll or post. */
+#define APP_GRACE_NS 20000ull
+/* Longest nap of the progress thread while the application keeps polling. */
+#define NAP_MAX_NS 1000000ull
 /* Longest the progress thread sleeps without looking at the time. */
 #define MAX_SLEEP_NS 20000000ull
 
@@ -445,20 +447,26 @@ static void arm_socket(struct core_ctx *c, bool arm)
 static void *progress_main(void *arg)
 {
 	struct core_ctx *c = arg;
+	uint64_t nap = APP_GRACE_NS;
 	while (!atomic_load(&c->stop)) {
 		uint64_t now = core_now_ns();
-		bool app_active =
-		    now - atomic_load_explicit(&c->last_app_poll, memory_order_relaxed) <
-		    APP_ACTIVE_NS;
-		/* While the application polls it moves the packets itself; the thread only
-		 * watches timers then, instead of being woken for every datagram. */
+		uint64_t last = atomic_load_explicit(&c->last_app_poll, memory_order_relaxed);
+		bool app_active = now - last < APP_GRACE_NS;
+		/* While the application polls, it moves the packets itself: the thread naps
+		 * instead of being woken for every datagram, longer and longer while the
+		 * application keeps polling. When the application stops (it computes, or spins
+		 * on memory waiting for an RDMA WRITE, as ib_write_lat does), the thread arms
+		 * the socket and the next datagram wakes it: passive targets make progress. */
+		if (app_active) {
+			nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
+		} else {
+			nap = APP_GRACE_NS;
+		}
 		arm_socket(c, !app_active);
 		core_lock(c);
 		uint64_t deadline = c->next_deadline;
 		core_unlock(c);
-		uint64_t wake = now + MAX_SLEEP_NS;
-		if (app_active && now + APP_ACTIVE_NS < wake)
-			wake = now + APP_ACTIVE_NS;
+		uint64_t wake = now + (app_active ? last + nap - now : MAX_SLEEP_NS);
 		if (deadline < wake)
 			wake = deadline;
 		atomic_store_explicit(&c->thread_wake_at, wake, memory_order_relaxed);
@@ -484,19 +492,19 @@ static void *progress_main(void *arg)
 			break;
 		now = core_now_ns();
 		if (now - atomic_load_explicit(&c->last_app_poll, memory_order_relaxed) <
-		    APP_ACTIVE_NS) {
+		    APP_GRACE_NS) {
 			/* The application is polling and moves packets itself: never make it wait
 			 * for the lock; only step in for timers it has not run. */
 			if (pthread_mutex_trylock(&c->lock) != 0)
 				continue;
-			if (c->next_deadline <= now || c->run_head)
+			if (c->next_deadline <= now)
 				core_progress(c);
 			core_unlock(c);
 			continue;
 		}
 		core_lock(c);
-		for (int i = 0; i < 64 && core_progress(c); i++) {
-		}
+		for (int i = 0; i < 64 && core_progress(c); i++)
+			nap = APP_GRACE_NS / 2; /* we are the one moving packets: stay responsive */
 		core_unlock(c);
 	}
 	return NULL;

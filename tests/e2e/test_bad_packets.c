@@ -191,14 +191,17 @@ int main(void)
 	uint8_t pkt[256];
 	uint32_t bq = b.qp->qp_num;
 
-	/* Runt: shorter than a BTH. It has no DestQP, so steering cannot tell whose it is:
-	 * either process may get it (io/io.h); one of them drops and counts it. */
+	/* Runt: shorter than a BTH. It has no DestQP, so steering cannot tell whose it is: it
+	 * goes to the first member of the port's group (io/io.h), which is a here unless some
+	 * other softrdma process on this machine joined first. Whoever gets it drops and counts
+	 * it (test_io_udp checks the counting itself). */
 	send_raw(fd, (const uint8_t *)"abcde", 5);
 	for (int i = 0; i < 2000 && ctr(&a, "udp_rx_runt") + ctr(&b, "udp_rx_runt") == 0; i++) {
 		struct timespec ms = {0, 1000000};
 		nanosleep(&ms, NULL);
 	}
-	CHECK_EQ(ctr(&a, "udp_rx_runt") + ctr(&b, "udp_rx_runt"), 1);
+	CHECK(ctr(&a, "udp_rx_runt") + ctr(&b, "udp_rx_runt") <= 1);
+	CHECK_EQ(ctr(&b, "udp_rx_runt"), 0); /* never b: it joined after a */
 	/* Truncated: a WRITE ONLY header cut inside its RETH. */
 	size_t len = make_send(pkt, bq, 0x101, "127.0.0.1", port);
 	pkt[0] = ROCE_RC_WRITE_ONLY;
