@@ -2,7 +2,8 @@
 # Measures softrdma's RoCEv2 RC figures and this machine's raw-socket floors in the same run,
 # and prints them side by side as ratios (the machines are noisy: only same-run ratios count).
 #   - 100-byte SEND round trip (p50, p99) vs raw UDP ping-pong (busy-poll both ends)
-#   - 64 KiB RDMA WRITE bandwidth vs raw UDP sends of 1472-byte datagrams, and vs UDP GSO
+#   - 64 KiB RDMA WRITE bandwidth vs raw UDP sends of 1472-byte and of 4140-byte datagrams
+#     (softrdma's own datagram size on lo, path MTU 4096)
 # Usage: bench/run.sh [--rounds N]        (needs ../shared/bench for the floors)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,11 +40,15 @@ for r in $(seq "$rounds"); do
 	wait "${pids[-1]}" || true
 	echo "$(field p50 < "$T/sr") $(field p99 < "$T/sr")" >> "$T/sr_lat"
 	port=$((port + 1))
-	"$T/udp_bw" -r -b 127.0.0.1 -p $port -C 0 > "$T/ubr" & pids+=($!); sleep 0.2
-	timeout 30 "$T/udp_bw" -c 127.0.0.1 -p $port -m 1472 -t 2 -C 1 > /dev/null
-	wait "${pids[-1]}" || true
-	field gbps < "$T/ubr" >> "$T/udp_bw"
-	port=$((port + 1))
+	# UDP floors: 1472-byte datagrams (Ethernet MTU) and datagrams as large as softrdma's
+	# on lo (path MTU 4096 + 44 bytes of transport headers and ICRC).
+	for m in 1472 4140; do
+		"$T/udp_bw" -r -b 127.0.0.1 -p $port -C 0 > "$T/ubr" & pids+=($!); sleep 0.2
+		timeout 30 "$T/udp_bw" -c 127.0.0.1 -p $port -m $m -t 2 -C 1 > /dev/null
+		wait "${pids[-1]}" || true
+		field gbps < "$T/ubr" >> "$T/udp_bw_$m.txt"
+		port=$((port + 1))
+	done
 	taskset -c 0 build/sr_perf -t bw -p $port -n 20000 > /dev/null & pids+=($!); sleep 0.2
 	timeout 120 taskset -c 1 build/sr_perf -t bw -p $port -n 20000 127.0.0.1 > "$T/srb"
 	wait "${pids[-1]}" || true
@@ -52,8 +57,9 @@ for r in $(seq "$rounds"); do
 done
 u50=$(cut -d' ' -f1 "$T/udp_lat" | median); u99=$(cut -d' ' -f2 "$T/udp_lat" | median)
 s50=$(cut -d' ' -f1 "$T/sr_lat" | median); s99=$(cut -d' ' -f2 "$T/sr_lat" | median)
-ub=$(median < "$T/udp_bw"); sb=$(median < "$T/sr_bw")
+ub=$(median < "$T/udp_bw_1472.txt"); ub4=$(median < "$T/udp_bw_4140.txt"); sb=$(median < "$T/sr_bw")
 printf "%-44s %10s %10s %8s\n" "figure (median of $rounds rounds)" softrdma floor ratio
 printf "%-44s %10s %10s %8.2f\n" "100 B SEND round trip p50 [us] / UDP ping-pong" "$s50" "$u50" "$(awk -v a="$s50" -v b="$u50" 'BEGIN{print a/b}')"
 printf "%-44s %10s %10s %8.2f\n" "100 B SEND round trip p99 [us] / UDP ping-pong" "$s99" "$u99" "$(awk -v a="$s99" -v b="$u99" 'BEGIN{print a/b}')"
 printf "%-44s %10s %10s %8.2f\n" "64 KiB WRITE [Gbit/s] / UDP 1472 B sends" "$sb" "$ub" "$(awk -v a="$sb" -v b="$ub" 'BEGIN{print a/b}')"
+printf "%-44s %10s %10s %8.2f\n" "64 KiB WRITE [Gbit/s] / UDP 4140 B sends" "$sb" "$ub4" "$(awk -v a="$sb" -v b="$ub4" 'BEGIN{print a/b}')"

@@ -168,8 +168,9 @@ int main(int argc, char **argv)
 {
 	const char *devname = "roce_lo";
 	int port = 18600;
+	uint8_t tclass = 0;
 	int c;
-	while ((c = getopt(argc, argv, "d:p:s:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:p:s:c:h")) != -1) {
 		switch (c) {
 		case 'd':
 			devname = optarg;
@@ -180,8 +181,12 @@ int main(int argc, char **argv)
 		case 's':
 			size = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'c':
+			tclass = (uint8_t)strtoul(optarg, NULL, 0);
+			break;
 		default:
-			printf("usage: %s [-d device] [-p tcp_port] [-s bytes] [server_address]\n"
+			printf("usage: %s [-d device] [-p tcp_port] [-s bytes] [-c traffic_class] "
+			       "[server_address]\n"
 			       "  without server_address: act as the server\n",
 			       argv[0]);
 			return c == 'h' ? 0 : 2;
@@ -276,6 +281,7 @@ int main(int argc, char **argv)
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = tclass; /* DSCP << 2 | ECN, into the IP header */
 	a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
 	memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
 	if (ibv_modify_qp(qp, &a,

@@ -16,9 +16,10 @@ if ! grep -q "Capturing on" "$dir/tshark.log"; then
 	echo "SKIP: cannot capture on lo:"; cat "$dir/tshark.log"; exit 77
 fi
 port=$((20000 + RANDOM % 20000))
-timeout 60 "$build/rdma_example" -d roce_lo -p "$port" -s 10000 >"$dir/srv.log" 2>&1 &
+# Traffic class 0x48 (DSCP 18, ECN 0) must reach the IP header, as must hop limit 64.
+timeout 60 "$build/rdma_example" -d roce_lo -p "$port" -s 10000 -c 0x48 >"$dir/srv.log" 2>&1 &
 srv=$!
-timeout 60 "$build/rdma_example" -d roce_lo -p "$port" -s 10000 127.0.0.1 >"$dir/cli.log" 2>&1
+timeout 60 "$build/rdma_example" -d roce_lo -p "$port" -s 10000 -c 0x48 127.0.0.1 >"$dir/cli.log" 2>&1
 rc=$?
 wait "$srv"; rs=$?
 sleep 0.5
@@ -38,9 +39,10 @@ echo "$ops"
 for op in 0 1 2 6 7 8 12 13 14 15 17 18 19 20; do
 	echo "$ops" | awk '{print $2}' | grep -qx "$op" || { echo "FAIL: opcode $op not seen"; fail=1; }
 done
-# Header checks: destination port 4791, DF set, IPv4 ID 0, source port in rxe's range.
-# (DestQP 0 packets are softrdma's steering probes between local sockets: io/io.h.)
-bad=$(tshark -r "$dir/cap.pcap" -Y "infiniband.bth.destqp != 0" -T fields -e udp.dstport -e ip.flags.df -e ip.id -e udp.srcport 2>/dev/null |
-	awk '$1 != 4791 || $2 != 1 || $3 != "0x0000" || $4 < 49152' | wc -l)
+# Header checks: destination port 4791, DF set, IPv4 ID 0, source port in rxe's range,
+# TOS and TTL from the address vector. (DestQP 0 packets are softrdma's steering probes
+# between local sockets: io/io.h.)
+bad=$(tshark -r "$dir/cap.pcap" -Y "infiniband.bth.destqp != 0" -T fields -e udp.dstport -e ip.flags.df -e ip.id -e udp.srcport -e ip.dsfield -e ip.ttl 2>/dev/null |
+	awk '$1 != 4791 || $2 != 1 || $3 != "0x0000" || $4 < 49152 || $5 != "0x48" || $6 != 64' | wc -l)
 [ "$bad" -eq 0 ] || { echo "FAIL: $bad packets with unexpected IP/UDP header fields"; fail=1; }
 exit $fail
