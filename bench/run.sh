@@ -22,7 +22,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)" >/dev/null
 T=$(mktemp -d)
 pids=()
-trap 'for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+trap 'for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; rm -rf "$T"; true' EXIT
 gcc -O2 -o "$T/pp" "$shared/pingpong.c" -lm
 gcc -O2 -o "$T/udp_bw" "$shared/udp_bw.c"
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }

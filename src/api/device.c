@@ -361,6 +361,15 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 	struct core_config cfg = {0};
 	memcpy(cfg.local_addr, dev->gid[dev->first_v4], 16);
+	/* The first IPv6 GID that is not link-local (those need a scope): IPv6 QPs use it. */
+	for (int i = 0; i < dev->ngid; i++) {
+		const uint8_t *g = dev->gid[i];
+		if (!sr_gid_is_v4(g) && !(g[0] == 0xfe && (g[1] & 0xc0) == 0x80)) {
+			memcpy(cfg.local_addr6, g, 16);
+			cfg.has_v6 = true;
+			break;
+		}
+	}
 	const char *port = getenv("SOFTRDMA_UDP_PORT");
 	if (port)
 		cfg.port = (uint16_t)atoi(port);

@@ -516,8 +516,15 @@ static int check_attr_values(struct sr_qp *qp, const struct ibv_qp_attr *a, int 
 		/* RoCE needs the GRH: it carries the addresses. */
 		if (!ah->is_global || ah->grh.sgid_index >= dev->ngid || ah->port_num > 1)
 			return EINVAL;
-		if (!sr_gid_is_v4(dev->gid[ah->grh.sgid_index]) || !sr_gid_is_v4(ah->grh.dgid.raw))
-			return EAFNOSUPPORT; /* IPv6 data path: not yet */
+		/* Both IPv4 or both IPv6. An IPv6 QP sends from the device's first routable
+		 * IPv6 address (core_config.local_addr6); link-local GIDs need a scope id,
+		 * which a GID does not carry: not supported. */
+		const uint8_t *sg = dev->gid[ah->grh.sgid_index];
+		bool v4 = sr_gid_is_v4(sg);
+		if (v4 != sr_gid_is_v4(ah->grh.dgid.raw))
+			return EINVAL;
+		if (!v4 && sg[0] == 0xfe && (sg[1] & 0xc0) == 0x80)
+			return EAFNOSUPPORT;
 	}
 	return 0;
 }
@@ -591,6 +598,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		s->ah_attr = attr->ah_attr;
 		const struct ibv_global_route *grh = &attr->ah_attr.grh;
 		struct core_path path = {
+		    .ipv6 = !sr_gid_is_v4(grh->dgid.raw),
 		    .sport = roce_udp_sport(grh->flow_label, ibqp->qp_num, s->dest_qp_num),
 		    .tos = grh->traffic_class,
 		    /* TTL 0 would be dropped by the first hop; rxe passes hop_limit through,
@@ -645,6 +653,7 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct core_ctx *core = qp->ctx->core;
+	core_note_app_poll(core); /* an application that posts is active too */
 	core_lock(core);
 	int ret = eng_qp_post_send(qp->eqp, wr, (const struct ibv_send_wr **)bad, core_now_ns());
 	/* Send right away, on the caller's thread: no hand-off on the latency path. */

@@ -21,7 +21,9 @@
 struct core_ctx;
 
 struct core_config {
-	uint8_t local_addr[16]; /* IPv4-mapped IPv4 address the device's socket binds */
+	uint8_t local_addr[16];	 /* IPv4-mapped IPv4 address the device's socket binds */
+	uint8_t local_addr6[16]; /* IPv6 address for QPs whose GIDs are IPv6 (if has_v6) */
+	bool has_v6;
 	uint16_t port;		/* UDP port, 0 = 4791 */
 	const char *fault_spec; /* io/fault.h syntax, or NULL (then $SOFTRDMA_FAULT is read) */
 	bool no_thread;		/* tests: no progress thread, the caller drives core_progress */
@@ -29,8 +31,9 @@ struct core_config {
 
 /* Where a connected QP's packets go (from its address vector). */
 struct core_path {
-	uint8_t src[16]; /* local GID (IPv4-mapped) */
-	uint8_t dst[16]; /* peer GID (IPv4-mapped) */
+	bool ipv6;	 /* the GIDs are IPv6 addresses (else IPv4-mapped) */
+	uint8_t src[16]; /* local GID */
+	uint8_t dst[16]; /* peer GID */
 	uint16_t sport;	 /* UDP source port (rxe's per-QP entropy) */
 	uint8_t tos;	 /* GRH traffic class: DSCP << 2 | ECN */
 	uint8_t ttl;	 /* GRH hop limit */

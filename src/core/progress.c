@@ -53,11 +53,17 @@ struct core_qp {
  * A kernel peer (rxe) sends varying IDs and keeps the 16-bit residual check. */
 enum id_mode { ID_UNKNOWN, ID_ZERO, ID_ANY };
 
+/* Per address family: the UDP socket and its fault stage. */
+enum { FAM_V4, FAM_V6, FAM__COUNT };
+
 struct core_ctx {
 	pthread_mutex_t lock;
 	struct core_config cfg;
-	struct io_udp *io;
+	struct io_udp *io; /* IPv4: opened by core_start */
 	struct io_fault *fault;
+	struct io_udp *io6; /* IPv6: opened at the first QP with an IPv6 path, same slot */
+	struct io_fault *fault6;
+	bool tx_v6; /* family of the packets in the transmit batch */
 	uint32_t qpn_base;
 	struct core_qp qps[CORE_MAX_QP];
 	uint32_t active[CORE_MAX_QP]; /* indices of attached QPs, for timers */
@@ -71,7 +77,7 @@ struct core_ctx {
 	atomic_bool stop;
 	int epfd;
 	int kickfd;
-	bool sock_armed;
+	bool sock_armed[FAM__COUNT];
 	_Atomic uint64_t last_app_poll;
 	_Atomic uint64_t thread_wake_at; /* when the sleeping thread will look again */
 	uint64_t next_deadline;
@@ -110,6 +116,13 @@ const uint64_t *core_counters(const struct core_ctx *c)
 	return c->counters;
 }
 
+static struct io_udp *io_of(struct core_ctx *c, bool v6)
+{
+	return v6 ? c->io6 : c->io;
+}
+
+static int start_v6(struct core_ctx *c);
+
 static struct core_qp *slot_of(struct core_ctx *c, uint32_t qpn)
 {
 	if ((qpn & ~0xFFFFu) != c->qpn_base)
@@ -140,7 +153,7 @@ void core_qp_detach(struct core_ctx *c, uint32_t qpn)
 	if (!s || !s->qp)
 		return;
 	if (s->has_path)
-		io_udp_sport_put(c->io, s->sport_ref);
+		io_udp_sport_put(io_of(c, s->path.ipv6), s->sport_ref);
 	/* Unlink from the run list. */
 	struct core_qp **pp = &c->run_head;
 	c->run_tail = NULL;
@@ -166,17 +179,23 @@ int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *p
 	struct core_qp *s = slot_of(c, qpn);
 	if (!s || !s->qp)
 		return -EINVAL;
-	int ret = io_udp_sport_get(c->io, path->sport);
+	if (path->ipv6) {
+		int r = start_v6(c);
+		if (r < 0)
+			return r;
+	}
+	struct io_udp *io = io_of(c, path->ipv6);
+	int ret = io_udp_sport_get(io, path->sport);
 	if (ret < 0)
 		return ret;
 	if (s->has_path)
-		io_udp_sport_put(c->io, s->sport_ref);
+		io_udp_sport_put(io_of(c, s->path.ipv6), s->sport_ref);
 	s->sport_ref = path->sport;
 	s->path = *path;
 	/* The port is held by someone else: packets leave from the main socket, and the ICRC
 	 * must cover the port they really carry. */
 	if (ret == 1)
-		s->path.sport = io_udp_port(c->io);
+		s->path.sport = io_udp_port(io);
 	s->has_path = true;
 	s->id_mode = ID_UNKNOWN;
 	return 0;
@@ -207,8 +226,10 @@ static void flush_tx(struct core_ctx *c, uint64_t now)
 {
 	if (c->ntx == 0)
 		return;
-	int sent = c->fault ? io_fault_send(c->fault, c->io, c->tx, c->ntx, now)
-			    : io_udp_send(c->io, c->tx, c->ntx);
+	struct io_udp *io = io_of(c, c->tx_v6);
+	struct io_fault *fault = c->tx_v6 ? c->fault6 : c->fault;
+	int sent =
+	    fault ? io_fault_send(fault, io, c->tx, c->ntx, now) : io_udp_send(io, c->tx, c->ntx);
 	if (sent < 0)
 		sent = 0;
 	c->counters[CORE_CNT_tx_packets] += (uint64_t)sent;
@@ -222,7 +243,8 @@ static void flush_tx(struct core_ctx *c, uint64_t now)
 static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 {
 	for (int n = 0; n < QP_BURST; n++) {
-		if (c->ntx == BATCH)
+		/* A batch goes out through one socket: one family per batch. */
+		if (c->ntx == BATCH || (c->ntx && c->tx_v6 != s->path.ipv6))
 			flush_tx(c, now);
 		uint8_t *room = c->txbuf[c->ntx];
 		uint8_t *payload = room + ROCE_MAX_HDR_LEN;
@@ -240,25 +262,27 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 		size_t pad = (4 - (pkt.payload_len & 3)) & 3;
 		memset(start + len, 0, pad);
 		len += pad;
-		struct roce_envelope env = {.ipv6 = false,
+		uint16_t dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
+		struct roce_envelope env = {.ipv6 = s->path.ipv6,
 					    .ip_id = 0,
 					    .df = true,
 					    .sport = s->path.sport,
-					    .dport = ROCE_UDP_PORT};
+					    .dport = dport};
 		memcpy(env.src, s->path.src, 16);
 		memcpy(env.dst, s->path.dst, 16);
 		roce_icrc_put(start + len, roce_icrc(&env, start, len));
 		len += ROCE_ICRC_LEN;
 
+		c->tx_v6 = s->path.ipv6;
 		struct io_pkt *p = &c->tx[c->ntx++];
 		p->buf = start;
 		p->len = len;
 		p->cap = len;
-		p->ipv6 = false;
+		p->ipv6 = s->path.ipv6;
 		memcpy(p->src, s->path.src, 16);
 		memcpy(p->dst, s->path.dst, 16);
 		p->sport = s->path.sport;
-		p->dport = ROCE_UDP_PORT;
+		p->dport = dport;
 		p->tos = s->path.tos;
 		p->ttl = s->path.ttl;
 	}
@@ -332,19 +356,27 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	eng_qp_input(s->qp, &pkt, now);
 }
 
-static bool run_input(struct core_ctx *c, uint64_t now)
+static bool input_from(struct core_ctx *c, struct io_udp *io, uint64_t now)
 {
 	for (int i = 0; i < BATCH; i++) {
 		c->rx[i].buf = c->rxbuf[i];
 		c->rx[i].cap = PKT_ROOM;
 	}
-	int n = io_udp_recv(c->io, c->rx, BATCH);
+	int n = io_udp_recv(io, c->rx, BATCH);
 	if (n <= 0)
 		return false;
 	c->counters[CORE_CNT_rx_packets] += (uint64_t)n;
 	for (int i = 0; i < n; i++)
 		input_one(c, &c->rx[i], now);
 	return true;
+}
+
+static bool run_input(struct core_ctx *c, uint64_t now)
+{
+	bool did = input_from(c, c->io, now);
+	if (c->io6)
+		did |= input_from(c, c->io6, now);
+	return did;
 }
 
 static void run_timers(struct core_ctx *c, uint64_t now)
@@ -360,17 +392,23 @@ static void run_timers(struct core_ctx *c, uint64_t now)
 		if (d < next)
 			next = d;
 	}
-	/* Steering bookkeeping: liveness of the other processes on our port (io.h). */
-	if (io_udp_next_service_ns(c->io) <= now)
-		io_udp_service(c->io);
-	uint64_t svc = io_udp_next_service_ns(c->io);
-	if (svc < next)
-		next = svc;
-	if (c->fault) {
-		io_fault_flush(c->fault, c->io, now);
-		uint64_t d = io_fault_deadline(c->fault);
-		if (d < next)
-			next = d;
+	for (int f = 0; f < FAM__COUNT; f++) {
+		struct io_udp *io = io_of(c, f == FAM_V6);
+		struct io_fault *fault = f == FAM_V6 ? c->fault6 : c->fault;
+		if (!io)
+			continue;
+		/* Steering bookkeeping: liveness of the other processes on our port (io.h). */
+		if (io_udp_next_service_ns(io) <= now)
+			io_udp_service(io);
+		uint64_t svc = io_udp_next_service_ns(io);
+		if (svc < next)
+			next = svc;
+		if (fault) {
+			io_fault_flush(fault, io, now);
+			uint64_t d = io_fault_deadline(fault);
+			if (d < next)
+				next = d;
+		}
 	}
 	c->next_deadline = next;
 }
@@ -435,13 +473,22 @@ int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc
 
 /* ---- progress thread ---- */
 
+/* epoll data: the IPv4 and IPv6 sockets and the kick eventfd. */
+#define EV_SOCK4 0u
+#define EV_KICK	 1u
+#define EV_SOCK6 2u
+
 static void arm_socket(struct core_ctx *c, bool arm)
 {
-	if (arm == c->sock_armed)
-		return;
-	struct epoll_event ev = {.events = arm ? (EPOLLIN | EPOLLONESHOT) : 0, .data.u32 = 0};
-	epoll_ctl(c->epfd, EPOLL_CTL_MOD, io_udp_fd(c->io), &ev);
-	c->sock_armed = arm;
+	for (int f = 0; f < FAM__COUNT; f++) {
+		struct io_udp *io = io_of(c, f == FAM_V6);
+		if (!io || arm == c->sock_armed[f])
+			continue;
+		struct epoll_event ev = {.events = arm ? (EPOLLIN | EPOLLONESHOT) : 0,
+					 .data.u32 = f == FAM_V6 ? EV_SOCK6 : EV_SOCK4};
+		epoll_ctl(c->epfd, EPOLL_CTL_MOD, io_udp_fd(io), &ev);
+		c->sock_armed[f] = arm;
+	}
 }
 
 static void *progress_main(void *arg)
@@ -479,13 +526,15 @@ static void *progress_main(void *arg)
 		int n = epoll_pwait2(c->epfd, evs, 4, &ts, NULL);
 		atomic_store_explicit(&c->thread_wake_at, 0, memory_order_relaxed);
 		for (int i = 0; i < n; i++) {
-			if (evs[i].data.u32 == 1) {
+			if (evs[i].data.u32 == EV_KICK) {
 				uint64_t v;
 				if (read(c->kickfd, &v, sizeof(v)) < 0) {
 					/* spurious: nothing to clear */
 				}
 			} else {
-				c->sock_armed = false; /* one-shot fired */
+				/* one-shot fired */
+				c->sock_armed[evs[i].data.u32 == EV_SOCK6 ? FAM_V6 : FAM_V4] =
+				    false;
 			}
 		}
 		if (atomic_load(&c->stop))
@@ -502,10 +551,17 @@ static void *progress_main(void *arg)
 			core_unlock(c);
 			continue;
 		}
-		core_lock(c);
-		for (int i = 0; i < 64 && core_progress(c); i++)
+		/* The application may come back any moment: take the lock for one pass at a
+		 * time and never wait for it (whoever holds it is moving packets). */
+		for (int i = 0; i < 64; i++) {
+			if (pthread_mutex_trylock(&c->lock) != 0)
+				break;
+			bool did = core_progress(c);
+			core_unlock(c);
+			if (!did)
+				break;
 			nap = APP_GRACE_NS / 2; /* we are the one moving packets: stay responsive */
-		core_unlock(c);
+		}
 	}
 	return NULL;
 }
@@ -578,10 +634,10 @@ int core_start(struct core_ctx *c, char *err, size_t errlen)
 			snprintf(err, errlen, "epoll/eventfd: %s", strerror(errno));
 			goto close_fds;
 		}
-		struct epoll_event ev = {.events = 0, .data.u32 = 0};
+		struct epoll_event ev = {.events = 0, .data.u32 = EV_SOCK4};
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, io_udp_fd(io), &ev);
 		ev.events = EPOLLIN;
-		ev.data.u32 = 1;
+		ev.data.u32 = EV_KICK;
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->kickfd, &ev);
 	}
 	c->qpn_base = (uint32_t)io_udp_slot(io) << 16;
@@ -622,6 +678,44 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f)
 	fprintf(f, "\n");
 }
 
+/* Opens the IPv6 socket on the device's IPv6 address with the slot the IPv4 one has (QPNs
+ * carry it), once. Under the lock. */
+static int start_v6(struct core_ctx *c)
+{
+	if (c->io6)
+		return 0;
+	if (!c->cfg.has_v6 || !c->io)
+		return -EAFNOSUPPORT;
+	struct io_udp_config icfg = {0};
+	icfg.family = AF_INET6;
+	memcpy(icfg.addr, c->cfg.local_addr6, 16);
+	icfg.port = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
+	icfg.slot = (uint8_t)(c->qpn_base >> 16);
+	icfg.rcvbuf = 8 << 20;
+	icfg.sndbuf = 4 << 20;
+	struct io_udp *io;
+	int ret = io_udp_open(&icfg, &io);
+	if (ret < 0)
+		return ret == -EBUSY ? -EADDRINUSE : ret;
+	const char *spec = c->cfg.fault_spec ? c->cfg.fault_spec : getenv(IO_FAULT_ENV);
+	if (spec && *spec) {
+		struct io_fault_cfg fcfg;
+		char ferr[128];
+		if (io_fault_parse(spec, &fcfg, ferr, sizeof(ferr)) == 0)
+			ret = io_fault_create(&fcfg, 4096, PKT_ROOM, &c->fault6);
+		if (ret < 0) {
+			io_udp_close(io);
+			return ret;
+		}
+	}
+	if (c->epfd >= 0) {
+		struct epoll_event ev = {.events = 0, .data.u32 = EV_SOCK6};
+		epoll_ctl(c->epfd, EPOLL_CTL_ADD, io_udp_fd(io), &ev);
+	}
+	c->io6 = io;
+	return 0;
+}
+
 void core_each_counter(struct core_ctx *c, core_counter_fn fn, void *arg)
 {
 	char name[64];
@@ -636,11 +730,23 @@ void core_each_counter(struct core_ctx *c, core_counter_fn fn, void *arg)
 			fn(arg, name, v[i]);
 		}
 	}
-	if (c->fault) {
+	if (c->io6) {
+		uint64_t v[IO_UDP_NCOUNTERS];
+		io_udp_counters(c->io6, v);
+		for (int i = 0; i < IO_UDP_NCOUNTERS; i++) {
+			snprintf(name, sizeof(name), "udp6_%s",
+				 io_udp_counter_name((enum io_udp_counter)i));
+			fn(arg, name, v[i]);
+		}
+	}
+	for (int f = 0; f < FAM__COUNT; f++) {
+		struct io_fault *fault = f == FAM_V6 ? c->fault6 : c->fault;
+		if (!fault)
+			continue;
 		uint64_t v[IO_FAULT_NCOUNTERS];
-		io_fault_counters(c->fault, v);
+		io_fault_counters(fault, v);
 		for (int i = 0; i < IO_FAULT_NCOUNTERS; i++) {
-			snprintf(name, sizeof(name), "fault_%s",
+			snprintf(name, sizeof(name), "%s_%s", f == FAM_V6 ? "fault6" : "fault",
 				 io_fault_counter_name((enum io_fault_counter)i));
 			fn(arg, name, v[i]);
 		}
@@ -678,6 +784,10 @@ void core_ctx_destroy(struct core_ctx *c)
 		close(c->kickfd);
 	if (c->fault)
 		io_fault_destroy(c->fault);
+	if (c->fault6)
+		io_fault_destroy(c->fault6);
+	if (c->io6)
+		io_udp_close(c->io6);
 	if (c->io)
 		io_udp_close(c->io);
 	pthread_mutex_destroy(&c->lock);

@@ -147,6 +147,10 @@ struct io_udp_config {
 	uint8_t addr[16];
 	/* UDP port to receive on; 0 means IO_UDP_DEFAULT_PORT (4791). */
 	uint16_t port;
+	/* The steering slot to take (1..255), or 0 for the lowest free one. A context that
+	 * receives on an IPv4 and an IPv6 address needs the same slot on both, since its QPNs
+	 * carry it: io_udp_open fails with -EBUSY when the asked slot is taken. */
+	uint8_t slot;
 	/* Period of the others' liveness check in ms; 0 means IO_UDP_DEFAULT_CHECK_MS. */
 	uint32_t check_interval_ms;
 	/* Directory of the steering registry; NULL: "/dev/shm" (or "/tmp" if that is absent). */

@@ -686,12 +686,14 @@ int io_steer_join(const struct io_steer_cfg *cfg, int sock, const struct sockadd
 	r = st->reg;
 
 	gc(st);
-	for (int s = 1; s < REG_NSLOTS && !slot; s++) {
+	for (int s = cfg->slot ? cfg->slot : 1; s < REG_NSLOTS && !slot; s++) {
 		if (r->m[s].pid == 0 && ofd_set(st->regfd, s, F_WRLCK) == 0)
 			slot = s;
+		if (cfg->slot)
+			break; /* that slot or none */
 	}
 	if (!slot) {
-		err = -ENOSPC;
+		err = cfg->slot ? -EBUSY : -ENOSPC;
 		goto fail_unlock;
 	}
 	if (bind(sock, sa, salen) != 0) {

@@ -20,6 +20,7 @@ struct io_steer_cfg {
 	int family;
 	uint8_t addr[16]; /* IPv4-mapped for IPv4 */
 	uint16_t port;
+	uint8_t slot; /* the slot to take, 0 = the lowest free one */
 	uint32_t check_ms;
 	const char *dir;
 	/* io_udp's counters (IO_UDP_NCOUNTERS); this module writes only rx-side ones. */

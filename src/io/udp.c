@@ -202,6 +202,7 @@ int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 	struct io_steer_cfg scfg = {
 	    .family = io->family,
 	    .port = io->port,
+	    .slot = cfg->slot,
 	    .check_ms = cfg->check_interval_ms ? cfg->check_interval_ms : IO_UDP_DEFAULT_CHECK_MS,
 	    .dir = cfg->registry_dir,
 	    .counters = io->cnt,

@@ -5,10 +5,13 @@
 #include "check.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static bool use_ipv6;
 
 #define BUF_SIZE ((2u << 20) + 4096) /* two 1 MiB messages and guard bytes */
 
@@ -55,8 +58,9 @@ static void side_open(struct side *s, struct ibv_device *dev, unsigned mr_access
 	REQUIRE(ibv_query_port(s->ctx, 1, &pa) == 0);
 	s->mtu = pa.active_mtu;
 	s->gid_index = -1;
+	/* An IPv4-mapped GID, or with --ipv6 the IPv6 one (::1 on lo). */
 	for (int i = 0; i < pa.gid_tbl_len && s->gid_index < 0; i++)
-		if (!ibv_query_gid(s->ctx, 1, i, &s->gid) && s->gid.raw[10] == 0xff)
+		if (!ibv_query_gid(s->ctx, 1, i, &s->gid) && (s->gid.raw[10] == 0xff) != use_ipv6)
 			s->gid_index = i;
 	REQUIRE(s->gid_index >= 0);
 }
@@ -295,7 +299,13 @@ int main(int argc, char **argv)
 {
 	/* --data-only: the data path alone (used with fault injection, where a lost NAK turns an
 	 * access error into a retry timeout, as it would on a real lossy network). */
-	int data_only = argc > 1 && !strcmp(argv[1], "--data-only");
+	int data_only = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--data-only"))
+			data_only = 1;
+		else if (!strcmp(argv[i], "--ipv6"))
+			use_ipv6 = true;
+	}
 	struct ibv_device **list;
 	struct ibv_device *dev = find_lo(&list);
 	REQUIRE(dev);
