@@ -223,10 +223,27 @@ static inline uint32_t eng_npkts(uint32_t len, uint32_t pmtu)
 	return len ? (uint32_t)(((uint64_t)len + pmtu - 1) / pmtu) : 1;
 }
 
+/* ---- wqe.c: work-request helpers shared with the iWARP engine (iw_*.c) ---- */
+
+/* The enum eng_op for a verbs send opcode, or -EINVAL. */
+int eng_wr_op(enum ibv_wr_opcode op);
+/* Checks one send WR against the limits (SGE count, 2 GiB message, inline size, 8-byte
+ * atomics; rxe validate_send_wr). Returns the enum eng_op and the message length in *len,
+ * or -EINVAL. Opcode support for a transport is the caller's check. */
+int eng_swqe_check(const struct ibv_send_wr *wr, uint32_t max_sge, uint32_t max_inline,
+		   uint64_t *len);
+/* Copies a checked WR into w (state POSTED, status SUCCESS); inline data is copied now from
+ * the WR's addresses. */
+void eng_swqe_fill(struct eng_swqe *w, const struct ibv_send_wr *wr, int op, uint32_t len,
+		   bool sig_all);
 /* Resolves [offset, offset + len) of a scatter/gather list into at most ENG_MAX_SGE host
- * pieces, checking every piece through env->mem_resolve with `access` (local keys). Nothing
- * is copied. Returns the number of pieces, or -ENOENT / -EACCES / -ERANGE (from
+ * pieces, checking every piece through env->mem_resolve in `pd` with `access` (local keys).
+ * Nothing is copied. Returns the number of pieces, or -ENOENT / -EACCES / -ERANGE (from
  * mem_resolve), or -EMSGSIZE if the list is shorter than offset + len. */
+int eng_sge_resolve_env(const struct eng_env *env, uint32_t pd, const struct eng_sge *sge,
+			uint32_t num_sge, uint32_t offset, uint32_t len, unsigned access,
+			struct eng_iov *iov);
+/* eng_sge_resolve_env with the QP's env and PD. */
 int eng_sge_resolve(struct eng_qp *qp, const struct eng_sge *sge, uint32_t num_sge, uint32_t offset,
 		    uint32_t len, unsigned access, struct eng_iov *iov);
 

@@ -1,0 +1,445 @@
+/* The iWARP QP engine: RDMAP (RFC 5040) over DDP (RFC 5041) over MPA FPDUs (RFC 5044) on a
+ * TCP byte stream, behaving like Linux siw (../shared/spec/iwarp.md; siw_qp_rx.c,
+ * siw_qp_tx.c, siw_qp.c).
+ *
+ * Sans I/O, like the RoCE engine (eng.h, DESIGN.md decision 2): the engine never touches a
+ * socket or reads a clock. The caller owns the TCP connection (set up, MPA exchange, close:
+ * src/engine/iw_conn.c and src/io/tcp.c) and moves stream bytes:
+ *   receive: iw_qp_rx_want() says where the next stream bytes must be read to, the caller
+ *            recv()s there, iw_qp_rx_done() consumes them. Tagged payload (RDMA Write, Read
+ *            Response) is read straight into the validated target inside the MR, untagged
+ *            payload (Send) straight into the posted receive buffer: no copy in the engine.
+ *            iw_qp_rx_bytes() is the same path for callers that already hold bytes.
+ *   transmit: iw_qp_tx_want() gives iovecs of the next bytes (FPDU header and trailer from
+ *            a scratch area inside the QP, payload straight out of the MR or the WQE's
+ *            inline data); the caller writev()s them and reports with iw_qp_tx_done() how
+ *            many TCP took.
+ * Reliability and ordering are TCP's: there are no PSNs, ACKs, timers or retries. Every
+ * protocol violation is fatal to the connection: a Terminate (RFC 5040 4.8) goes to the
+ * peer, the QP goes to ERR and every WR is completed (flushed) in order.
+ *
+ * Shared verbs-side objects: the CQs (struct eng_cq), the receive queue / SRQ (struct
+ * eng_rq), the memory environment (struct eng_env) and the completion statuses are the RoCE
+ * engine's (eng.h). env->wake and env->event take a `struct eng_qp *` because struct eng_env
+ * is shared: for an iWARP QP that pointer is the `struct iw_qp *` (convert it back with
+ * iw_qp_from_env()); the env's ctx tells the caller which engine a device runs.
+ *
+ * Threads: no function locks. The caller serialises every call that touches one QP and the
+ * CQs / SRQ it uses (one lock per device context), and keeps that lock, or otherwise keeps
+ * every MR alive, from iw_qp_tx_want() until the bytes have been copied by the kernel
+ * (the iovecs point into registered memory) and from iw_qp_rx_want() until iw_qp_rx_done().
+ *
+ * Errors: functions return 0 (or a count) or a negative errno. Per-WR outcomes go into the
+ * CQs as work completion statuses; wire errors go to the peer as Terminate codes (mapped by
+ * iw_err_term / iw_term_from_err, wire/iwarp/iwarp.h). The three never mix.
+ *
+ * Units: lengths in bytes; `now` in nanoseconds of the caller's monotonic clock (unused by
+ * the protocol, which has no timers; kept so that every entry point looks like the RoCE
+ * engine's). */
+#ifndef SOFTRDMA_ENGINE_IW_ENG_H
+#define SOFTRDMA_ENGINE_IW_ENG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "engine/eng.h"
+#include "wire/iwarp/iwarp.h"
+
+#define IW_MAX_IRD    128 /* siw SIW_MAX_IRD_QP: inbound Read Requests queued per QP */
+#define IW_MAX_ORD    128 /* siw SIW_MAX_ORD_QP: outstanding outbound READs per QP */
+#define IW_MAX_SGE    ENG_MAX_SGE
+#define IW_MAX_SGE_RD 1 /* siw SIW_MAX_SGE_RD: a Read Request names one sink STag/TO */
+/* Smallest MULPDU accepted: every FPDU, including the longest Terminate (70 bytes of ULPDU),
+ * must fit. */
+#define IW_MIN_MULPDU IW_TERM_ULPDU_MAX
+/* tx_want needs at most this many iovecs for one FPDU: header, one per SGE, trailer. Fewer
+ * work too (the FPDU then comes out over several calls). */
+#define IW_TX_MAX_IOV (IW_MAX_SGE + 2)
+
+struct iw_qp;
+
+/* ---- create / destroy ---- */
+
+/* Creates a QP in RESET from the same init block as the RoCE engine (type must be
+ * IBV_QPT_RC; max_send_sge / max_recv_sge <= IW_MAX_SGE; max_inline <= ENG_MAX_INLINE). The
+ * QP keeps copies of *init and *env; init->send_cq / recv_cq / srq are borrowed and must
+ * outlive the QP. Returns 0 and *out, or -EINVAL / -ENOMEM. Everything the QP will ever need
+ * (send ring, receive ring, inbound and outbound read queues, header scratch areas) is
+ * allocated here; nothing is allocated afterwards. */
+int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct iw_qp **out);
+/* Frees the QP (no completions are produced; NULL is ignored). */
+void iw_qp_destroy(struct iw_qp *qp);
+uint32_t iw_qp_num(const struct iw_qp *qp);
+/* init->user, as given at create. */
+void *iw_qp_user(const struct iw_qp *qp);
+
+/* The QP behind the `struct eng_qp *` that env->wake / env->event receive from an iWARP QP. */
+static inline struct iw_qp *iw_qp_from_env(struct eng_qp *p)
+{
+	return (struct iw_qp *)(void *)p;
+}
+
+/* ---- attributes and states ---- */
+
+struct iw_qp_attr {
+	uint32_t ird;	 /* inbound RDMA Read queue depth (responder resources), <= IW_MAX_IRD:
+			    a Read Request beyond it is a fatal error (siw: RDMAP catastrophic) */
+	uint32_t ord;	 /* outbound RDMA Reads outstanding at once, 1..IW_MAX_ORD; further READs
+			    wait (and so does everything posted after them: the SQ is in order) */
+	unsigned access; /* IBV_ACCESS_REMOTE_WRITE / IBV_ACCESS_REMOTE_READ: inbound RDMA Writes
+			    / Read Requests are allowed on this QP (each MR is checked too) */
+	uint16_t mulpdu; /* largest ULPDU we send: iw_mulpdu(TCP MSS); >= IW_MIN_MULPDU. May be
+			    changed at any time (MSS change); applies from the next message */
+	uint16_t max_rx_ulpdu; /* largest ULPDU_LENGTH accepted from the peer; 0 = 65535 */
+	bool crc; /* CRC32c negotiated in MPA (both directions); change only before RTS */
+};
+
+/* Replaces the attribute set. Returns 0, or -EINVAL (ird > IW_MAX_IRD, ord 0 or >
+ * IW_MAX_ORD, mulpdu < IW_MIN_MULPDU, crc changed in RTS / SQD) leaving the QP as it was.
+ * crc and max_rx_ulpdu take effect when the stream starts (the move to RTS). */
+int iw_qp_set_attr(struct iw_qp *qp, const struct iw_qp_attr *attr);
+void iw_qp_get_attr(const struct iw_qp *qp, struct iw_qp_attr *attr);
+
+/* Moves the QP to `state` (the caller, obj/, has checked that the verbs transition is legal).
+ *   RESET  empties both queues without completions and forgets all stream state.
+ *   INIT / RTR  receives may be posted; no stream bytes move yet.
+ *   RTS    the connection is established (after MPA, with attr.crc / mulpdu / ird / ord set):
+ *          the stream starts at an FPDU boundary in both directions, MSNs at 1.
+ *   SQD    new send WQEs are no longer started (those in flight finish).
+ *   ERR    flushes every outstanding WR with IBV_WC_WR_FLUSH_ERR, send queue and receive queue
+ *          each in order, and stops the stream at once (no Terminate, no further bytes).
+ *          Call it when TCP resets or closes, or to abort. Posting in ERR completes at once
+ *          with IBV_WC_WR_FLUSH_ERR.
+ * The engine also enters ERR on its own on a protocol error or a received Terminate (with an
+ * async event through env->event); see "errors" below. */
+void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now);
+enum ibv_qp_state iw_qp_state(const struct iw_qp *qp);
+
+/* What the MPA exchange (engine/iw_conn.h, RFC 6581 peer-to-peer RTR frames) already used of
+ * the stream, applied right after the move to RTS and before any stream byte moves:
+ * tx_msn_used[qn] / rx_msn_used[qn] messages were sent / received on untagged queue qn (the
+ * first MSN becomes 1 + used); orq_rtr: we sent a zero-length RTR Read Request, so one silent
+ * READ {sink STag 0, TO 0, size 0} heads the ORQ (it holds one ORD slot) and the peer's
+ * zero-length Read Response completes it without a work completion (siw_qp_mpa_rts). NULL
+ * arrays mean none used. Returns 0, or -EINVAL if the QP is not in RTS or bytes have moved. */
+int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
+		  const uint32_t rx_msn_used[IW_QN__COUNT], bool orq_rtr);
+
+/* ---- posting (verbs semantics: ibv_post_send(3), ibv_post_recv(3)) ---- */
+
+/* Posts a chain of send WRs. Opcodes: IBV_WR_SEND, IBV_WR_SEND_WITH_INV (invalidate_rkey is
+ * sent in the RsvdULP field), IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ (at most IW_MAX_SGE_RD
+ * sink SGE). IBV_SEND_SOLICITED turns a Send into Send with SE (Send with SE and
+ * Invalidate); IBV_SEND_INLINE copies the data now (<= init.max_inline); IBV_SEND_SIGNALED
+ * (or init.sq_sig_all) asks for a success completion; IBV_SEND_FENCE holds the WR until every
+ * earlier READ has completed. iWARP has no immediate data and siw no atomics (RFC 7306): a
+ * WRITE_WITH_IMM, SEND_WITH_IMM or atomic WR fails with -EINVAL. Returns 0, or -EINVAL (bad
+ * opcode, too many SGEs, inline too long, QP in RESET/INIT/RTR) / -ENOMEM (send queue full)
+ * with *bad set to the first WR not posted (earlier ones are posted). A SEND / WRITE
+ * completes when its last byte has been handed to TCP (iw_qp_tx_done), a READ when its last
+ * Read Response byte is placed and the FPDU's CRC checked; completions are in post order. */
+int iw_qp_post_send(struct iw_qp *qp, const struct ibv_send_wr *wr, const struct ibv_send_wr **bad,
+		    uint64_t now);
+/* Posts receives to the QP's own receive queue (-EINVAL on an SRQ QP or in RESET; -ENOMEM
+ * when full; *bad as above). Every Send consumes one receive, zero-length ones included;
+ * there is no RNR in iWARP: a Send finding no receive is a fatal error (as siw). */
+int iw_qp_post_recv(struct iw_qp *qp, const struct ibv_recv_wr *wr, const struct ibv_recv_wr **bad);
+
+/* ---- receive: the stream from the peer ---- */
+
+/* Where the next stream bytes must be read to: *dst, at most *len bytes (> 0). While headers
+ * or trailers are being read that is a scratch area inside the QP (never more than the bytes
+ * that are certainly not payload, so payload never lands there); while payload is being read
+ * it is the validated target: the host address inside the MR (RDMA Write, Read Response) or
+ * inside the current receive SGE (Send), never more than the rest of the current FPDU's
+ * payload or of the current SGE. Every check (STag, PD, access, bounds, TO + length
+ * overflow, MSN, MO, receive buffer size, IRD) has passed before the address is given out.
+ * The pointer stays valid until the next iw_qp_rx_done / state change. Returns 0, or -EPIPE
+ * if the QP does not take stream bytes (not RTS / SQD: the caller should stop reading). */
+int iw_qp_rx_want(struct iw_qp *qp, void **dst, size_t *len);
+
+/* Consumes n bytes (n <= the *len of the last iw_qp_rx_want) that the caller has written at
+ * the *dst it returned. CRC32c is computed over the placed bytes where they lie. Returns 0;
+ * -EPROTO if these bytes broke the protocol (the QP is now in ERR, a Terminate is queued for
+ * the peer: keep calling iw_qp_tx_want until iw_qp_tx_finished, then close TCP);
+ * -ECONNRESET if they held a Terminate from the peer (the QP is now in ERR: close TCP);
+ * -EPIPE if the QP does not take bytes; -EINVAL if n is larger than allowed or no want
+ * preceded (nothing consumed). */
+int iw_qp_rx_done(struct iw_qp *qp, size_t n, uint64_t now);
+
+/* The same path for bytes the caller already holds (tests, fuzzing, a recv() into a bounce
+ * buffer): copies from buf to the places iw_qp_rx_want names (that copy stands for the
+ * recv()) and consumes them. *used gets the bytes consumed: all len on 0, on an error the
+ * bytes up to and including the batch in which it was found. Returns as iw_qp_rx_done (and
+ * -ECONNRESET likewise). buf stays the caller's. */
+int iw_qp_rx_bytes(struct iw_qp *qp, const uint8_t *buf, size_t len, size_t *used, uint64_t now);
+
+/* ---- transmit: the stream to the peer ---- */
+
+/* Fills iov[0 .. k) with the next bytes to write to the TCP stream and returns k (0: nothing
+ * to send now; the engine calls env->wake when that changes). One call covers at most the
+ * rest of one FPDU (FPDUs are sized by attr.mulpdu as siw does: a message's non-last FPDUs
+ * fill the MULPDU exactly); with max_iov below IW_TX_MAX_IOV an FPDU may take several calls.
+ * Priority at each message boundary, as siw: a Terminate first, then Read Responses (at most
+ * 4 in a row while send WQEs wait), then new send WQEs. The iovecs point into the QP's
+ * scratch area, the WQE's inline data or registered memory (read-only for the caller) and
+ * are valid until the next call on this QP other than iw_qp_tx_want. Returns -EINVAL if
+ * max_iov < 1. */
+int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov);
+
+/* n bytes of the last iw_qp_tx_want's iovecs (in order) were handed to TCP; the next want
+ * continues after them (TCP may take fewer than offered). A SEND / WRITE completes here when
+ * its last byte goes. Returns 0, or -EINVAL if n exceeds what was offered (nothing done). */
+int iw_qp_tx_done(struct iw_qp *qp, size_t n);
+
+/* True once the QP is in ERR and will never produce another byte (its Terminate, if any,
+ * and the FPDU that was half-written when the error struck have been handed to TCP): the
+ * caller should close the TCP connection now. */
+bool iw_qp_tx_finished(const struct iw_qp *qp);
+
+/* ---- errors ----
+ * Every violation found on the receive side (in this order: the stream parser's checks,
+ * then per message: interleaving, MSN, MO, receive buffer, STag, PD, access, TO wrap,
+ * bounds, IRD) makes the engine, before any byte of the offending segment is placed:
+ *  - queue a Terminate (layer / etype / ecode from iw_err_term, with the offending DDP (and
+ *    Read Request) header attached as siw does) ahead of everything else;
+ *  - complete the WR the error is about with its status (receive buffer too small:
+ *    IBV_WC_LOC_LEN_ERR; bad receive SGE or Read Response sink: IBV_WC_LOC_PROT_ERR; Send
+ *    with Invalidate of an STag that cannot be invalidated: IBV_WC_REM_INV_REQ_ERR; a CRC
+ *    error inside a Send or Read Response: IBV_WC_GENERAL_ERR, never success), move to ERR,
+ *    flush everything else in order, raise IBV_EVENT_QP_ACCESS_ERR (STag / bounds / access
+ *    errors) or IBV_EVENT_QP_FATAL (anything else).
+ * A received Terminate moves the QP to ERR: the oldest started send WQE completes with a
+ * status mapped from the Terminate's layer / etype (DDP tagged and RDMAP protection:
+ * IBV_WC_REM_ACCESS_ERR; DDP untagged: IBV_WC_REM_INV_REQ_ERR; anything else:
+ * IBV_WC_REM_OP_ERR), everything else is flushed, IBV_EVENT_QP_FATAL is raised, and nothing
+ * more is sent. On an SRQ QP, ERR also raises IBV_EVENT_QP_LAST_WQE_REACHED. */
+
+/* The last Terminate received (decoded) / sent. Returns 0 and fills *out, or -ENOENT. */
+int iw_qp_term_rcvd(const struct iw_qp *qp, struct iw_term *out);
+int iw_qp_term_sent(const struct iw_qp *qp, struct iw_term *out);
+
+/* ---- counters (DESIGN.md decision 8) ---- */
+
+/* X(name, description): traffic, drops and Terminates received by layer / error type. */
+#define IW_COUNTERS(X)                                                                             \
+	X(tx_fpdus, "FPDUs handed to TCP")                                                         \
+	X(tx_bytes, "stream bytes handed to TCP")                                                  \
+	X(tx_payload_bytes, "payload bytes sent from registered memory or inline data")            \
+	X(rx_fpdus, "FPDUs received and checked")                                                  \
+	X(rx_bytes, "stream bytes consumed")                                                       \
+	X(rx_payload_placed, "payload bytes received in place (no copy)")                          \
+	X(rx_payload_copied, "payload bytes copied by the engine (not read in place)")             \
+	X(rx_sends, "Send messages completed")                                                     \
+	X(rx_writes, "RDMA Write messages placed")                                                 \
+	X(rx_read_reqs, "RDMA Read Requests accepted")                                             \
+	X(rx_read_resps, "RDMA Read Responses completed")                                          \
+	X(drop_bad_state, "stream bytes refused: QP not in RTS / SQD")                             \
+	X(drop_tx_aborted, "bytes of a half-sent FPDU abandoned on ERR")                           \
+	X(term_rcvd_rdmap_catastrophic, "Terminates received: RDMAP local catastrophic")           \
+	X(term_rcvd_rdmap_protection, "Terminates received: RDMAP remote protection")              \
+	X(term_rcvd_rdmap_op, "Terminates received: RDMAP remote operation")                       \
+	X(term_rcvd_ddp_catastrophic, "Terminates received: DDP local catastrophic")               \
+	X(term_rcvd_ddp_tagged, "Terminates received: DDP tagged buffer error")                    \
+	X(term_rcvd_ddp_untagged, "Terminates received: DDP untagged buffer error")                \
+	X(term_rcvd_llp, "Terminates received: LLP (MPA / TCP) error")                             \
+	X(term_rcvd_other, "Terminates received: unknown layer / error type")                      \
+	X(term_rcvd_bogus, "Terminates received with a wrong MSN (siw: bogus, reset anyway)")
+
+/* Engine-level errors with no row in the wire's IW_ERRORS table, in the same X(name, layer,
+ * etype, ecode, hdrct) shape: a Read Response with no READ outstanding, two messages of one
+ * kind interleaved, an unusable receive SGE (siw: DDP local catastrophic). */
+#define IW_LOCAL_ERRORS(X) X(DDP_CATASTROPHIC, IW_LAYER_DDP, IW_ETYPE_DDP_CATASTROPHIC, 0x00, 0)
+
+enum iw_counter {
+#define IW_COUNTER_ENUM_(name, desc) IW_CNT_##name,
+	IW_COUNTERS(IW_COUNTER_ENUM_)
+#undef IW_COUNTER_ENUM_
+/* term_sent_<NAME>: Terminates sent, one counter per error (wire table, then local). */
+#define IW_COUNTER_TERM_(name, layer, etype, ecode, hdrct) IW_CNT_term_sent_##name,
+	    IW_ERRORS(IW_COUNTER_TERM_) IW_LOCAL_ERRORS(IW_COUNTER_TERM_)
+#undef IW_COUNTER_TERM_
+		IW_CNT__COUNT
+};
+extern const char *const iw_counter_names[IW_CNT__COUNT];
+/* The QP's counters, indexed by enum iw_counter; valid as long as the QP. */
+const uint64_t *iw_qp_counters(const struct iw_qp *qp);
+
+/* ---- private: the QP object, for src/engine/iw_*.c only ----
+ * Split by role as siw splits it: iw_qp.c (create, attributes, states, posting, errors,
+ * flush, completions), iw_rx.c (the receive side: siw_qp_rx.c), iw_tx.c (the transmit side:
+ * siw_qp_tx.c). */
+#ifdef IW_ENG_PRIVATE
+
+#include "engine/eng_int.h"
+
+/* Where the transmit side takes the current message from. */
+enum iw_tx_src { IW_TX_NONE, IW_TX_TERM, IW_TX_RRESP, IW_TX_SQ };
+
+/* An inbound Read Request, accepted and waiting to be answered (RFC 5040 4.4; siw IRQ). */
+struct iw_irqe {
+	struct iw_rreq rreq;
+	/* The request as received, from ULPDU_LENGTH on: attached to a Terminate if its source
+	 * turns out unreadable while the response is sent (siw re-creates it the same way). */
+	uint8_t raw[IW_FPDU_LEN_SIZE + IW_RREQ_ULPDU_LEN];
+};
+
+/* Bytes read into the scratch area at the start of an FPDU: ULPDU_LENGTH + the smallest
+ * header (tagged, 14). No FPDU has payload before this point. */
+#define IW_RX_HDR_MIN (IW_FPDU_LEN_SIZE + IW_DDP_TAGGED_HDR_LEN)
+
+struct iw_rxs {
+	struct iw_rx p; /* the wire layer's stream parser */
+	uint8_t scratch[128];
+	/* The FPDU being received. */
+	uint32_t off;	   /* its bytes consumed so far */
+	uint32_t hdr_end;  /* 2 + header length once its control word is in, else 0 */
+	uint32_t pay_len;  /* payload bytes (valid with have_hdr) */
+	uint32_t fpdu_len; /* whole FPDU with pad and CRC (valid with have_hdr) */
+	uint32_t placed;   /* payload bytes placed */
+	bool have_hdr;	   /* its header was accepted */
+	bool rtr_resp;	   /* it is the Read Response to the RTR Read (no WQE) */
+	uint8_t op;	   /* its opcode (valid with have_hdr) */
+	bool last;	   /* its L flag */
+	uint8_t *tdst;	   /* tagged payload: host address of its first payload byte */
+	struct eng_iov piece[ENG_MAX_SGE]; /* untagged payload: resolved receive pieces */
+	uint32_t npiece;
+	/* What the last iw_qp_rx_want handed out. */
+	uint8_t *want_dst;
+	size_t want_len;
+	bool want_valid;
+	/* The tagged message in progress (Write or Read Response, RFC 5041 5.1). */
+	bool t_active;
+	uint8_t t_op;
+	uint32_t t_stag;
+	uint64_t t_to; /* TO the next segment must carry */
+	/* The untagged Send in progress (RFC 5041 5.2) and the receive WQE it fills. */
+	bool u_active;
+	uint8_t u_op;
+	uint32_t u_msn;
+	uint32_t u_mo; /* bytes placed: the MO the next segment must carry */
+	struct eng_rwqe rwqe;
+	/* Checked at the header, applied once the CRC is good. */
+	bool pend_rreq;
+	struct iw_irqe rreq;
+	bool pend_term;
+	uint32_t term_msn;
+	struct iw_term term;
+};
+
+struct iw_txs {
+	uint8_t src;	/* enum iw_tx_src of the message in progress */
+	bool active;	/* a message is in progress: b is valid */
+	struct iw_tx b; /* the wire layer's FPDU builder for it */
+	uint32_t wqe;	/* IW_TX_SQ: its SQ index */
+	uint32_t irq_burst;
+	/* The FPDU being handed to TCP. */
+	bool fpdu;
+	bool fpdu_last; /* it ends its message */
+	uint8_t hdr[IW_FPDU_LEN_SIZE + IW_TERM_ULPDU_MAX + 3 + IW_FPDU_CRC_SIZE];
+	uint16_t hdr_len; /* ULPDU_LENGTH + header (a Terminate: the whole FPDU) */
+	uint8_t trl[3 + IW_FPDU_CRC_SIZE];
+	uint8_t trl_len;
+	struct eng_iov pay[ENG_MAX_SGE];
+	uint32_t npay;
+	uint32_t pay_len;
+	size_t len;	/* FPDU bytes */
+	size_t sent;	/* bytes handed to TCP */
+	size_t offered; /* bytes the last want offered */
+	/* The Terminate to send (before anything else, once no FPDU is half-sent). */
+	bool term_pending;
+	uint8_t term[IW_FPDU_LEN_SIZE + IW_TERM_ULPDU_MAX + 3 + IW_FPDU_CRC_SIZE];
+	uint16_t term_len;
+	bool finished; /* ERR: nothing more will be produced */
+};
+
+struct iw_qp {
+	struct eng_qp_init init;
+	struct eng_env env;
+	struct iw_qp_attr attr;
+	enum ibv_qp_state state;
+	uint64_t counters[IW_CNT__COUNT];
+
+	struct eng_rq own_rq;
+	struct eng_rq *rq; /* &own_rq or init.srq */
+
+	/* Send queue: [sq_head, sq_tail) posted and not retired, [sq_head, sq_next) started. */
+	struct eng_swqe *sq;
+	uint32_t sq_mask, sq_head, sq_tail, sq_max;
+	uint32_t sq_next;
+	bool drained; /* SQD: IBV_EVENT_SQ_DRAINED reported */
+
+	/* A zero-length RTR Read sent by the MPA exchange heads the ORQ (iw_qp_set_rtr). */
+	bool rtr_read;
+	/* Outbound READs whose request is out, oldest first: SQ indices (siw ORQ). */
+	uint32_t orq[IW_MAX_ORD];
+	uint32_t orq_head, orq_tail;
+	/* Inbound Read Requests to answer, in order (siw IRQ). */
+	struct iw_irqe irq[IW_MAX_IRD];
+	uint32_t irq_head, irq_tail;
+
+	uint32_t tx_msn[IW_QN__COUNT]; /* last MSN sent per queue (first message: 1) */
+	uint32_t rx_msn[IW_QN__COUNT]; /* MSN expected next per queue */
+
+	/* ERR struck while an FPDU was half-sent: it goes out whole (it points into WQE
+	 * memory), then the send queue is flushed. */
+	bool sq_flush_pending;
+	bool have_term_sent, have_term_rcvd;
+	struct iw_term term_sent, term_rcvd;
+
+	struct iw_rxs rx;
+	struct iw_txs tx;
+};
+
+/* Engine error codes beyond the wire's enum iw_err (IW_LOCAL_ERRORS), returned negated. */
+enum iw_local_err {
+	IW_LE__BEFORE = IW_E__END,
+#define IW_LOCAL_ENUM_(name, layer, etype, ecode, hdrct) IW_LE_##name,
+	IW_LOCAL_ERRORS(IW_LOCAL_ENUM_)
+#undef IW_LOCAL_ENUM_
+	    IW_LE__END
+};
+
+#define IW_INC(qp, name)    ((qp)->counters[IW_CNT_##name]++)
+#define IW_ADD(qp, name, n) ((qp)->counters[IW_CNT_##name] += (n))
+#define IW_RRESP_BURST	    4 /* siw SIW_IRQ_MAXBURST_SQ_ACTIVE */
+
+static inline struct eng_swqe *iw_swqe_at(struct iw_qp *qp, uint32_t idx)
+{
+	return &qp->sq[idx & qp->sq_mask];
+}
+
+static inline struct eng_qp *iw_env_qp(struct iw_qp *qp)
+{
+	return (struct eng_qp *)(void *)qp;
+}
+
+/* iw_qp.c */
+/* A protocol error found locally: queues the Terminate for err (negative iw_err or
+ * iw_local_err; raw/raw_len: the offending header from ULPDU_LENGTH on, may be NULL), moves
+ * to ERR (flushing), raises the event. Returns -EPROTO. */
+int iw_fatal(struct iw_qp *qp, int err, const uint8_t *raw, size_t raw_len);
+/* Moves to ERR: flushes the receive side now and the send side now or, if an FPDU is
+ * half-sent and abort is false, once it is out. Raises ev if raise. */
+void iw_to_err(struct iw_qp *qp, bool abort, enum ibv_event_type ev, bool raise);
+/* Completes the receive WQE of the Send in progress with `status`. */
+void iw_recv_complete(struct iw_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
+		      bool solicited, uint32_t inv_stag, bool inv);
+void iw_sq_flush(struct iw_qp *qp);
+/* Retires finished send WQEs at the head, in order. */
+void iw_sq_retire(struct iw_qp *qp);
+void iw_kick(struct iw_qp *qp);
+void iw_check_drained(struct iw_qp *qp);
+/* iw_rx.c */
+void iw_rx_reset(struct iw_qp *qp);
+/* iw_tx.c */
+void iw_tx_reset(struct iw_qp *qp);
+bool iw_tx_ready(const struct iw_qp *qp);
+/* Drops the FPDU / message in progress (ERR); counts half-sent bytes. */
+void iw_tx_abort(struct iw_qp *qp);
+
+#endif /* IW_ENG_PRIVATE */
+
+#endif

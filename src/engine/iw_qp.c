@@ -1,0 +1,517 @@
+/* iWARP QP: creation, attributes, the state machine, posting, errors (Terminate, ERR, flush)
+ * and completions. The receive side is iw_rx.c, the transmit side iw_tx.c (iw_eng.h).
+ * Behaviour follows RFC 5040 / 5041 / 5044 as Linux siw implements them (siw_qp.c,
+ * siw_verbs.c; ../shared/spec/iwarp.md). */
+#define IW_ENG_PRIVATE
+#include "engine/iw_eng.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/eng_int.h"
+
+const char *const iw_counter_names[IW_CNT__COUNT] = {
+#define IW_COUNTER_NAME_(name, desc) #name,
+    IW_COUNTERS(IW_COUNTER_NAME_)
+#undef IW_COUNTER_NAME_
+#define IW_COUNTER_TERM_NAME_(name, layer, etype, ecode, hdrct) "term_sent_" #name,
+	IW_ERRORS(IW_COUNTER_TERM_NAME_) IW_LOCAL_ERRORS(IW_COUNTER_TERM_NAME_)
+#undef IW_COUNTER_TERM_NAME_
+};
+
+/* The Terminate codes of the engine's own errors (IW_LOCAL_ERRORS). */
+static const struct iw_term_code local_codes[IW_LE__END - IW_LE__BEFORE - 1] = {
+#define IW_LOCAL_ROW_(name, layer, etype, ecode, hdrct)                                            \
+	[IW_LE_##name - IW_LE__BEFORE - 1] = {layer, etype, ecode, hdrct},
+    IW_LOCAL_ERRORS(IW_LOCAL_ROW_)
+#undef IW_LOCAL_ROW_
+};
+
+/* Which send opcodes iWARP carries (RFC 5040 4.3; no RFC 7306 immediate data or atomics in
+ * siw). */
+static bool op_supported(int op)
+{
+	return op == ENG_OP_SEND || op == ENG_OP_SEND_INV || op == ENG_OP_WRITE ||
+	       op == ENG_OP_READ;
+}
+
+/* ---- completions ---- */
+
+static void push(struct iw_qp *qp, struct eng_cq *cq, struct ibv_wc *wc, bool solicited)
+{
+	wc->qp_num = qp->init.qpn;
+	(void)eng_cq_push(cq, wc, solicited);
+}
+
+static void send_complete(struct iw_qp *qp, const struct eng_swqe *w, enum ibv_wc_status status)
+{
+	struct ibv_wc wc = {0};
+
+	wc.wr_id = w->wr_id;
+	wc.status = status;
+	wc.opcode = eng_ops[w->op].wc_opcode;
+	wc.byte_len = status == IBV_WC_SUCCESS ? w->length : 0;
+	push(qp, qp->init.send_cq, &wc, false);
+}
+
+static void recv_flush(struct iw_qp *qp, uint64_t wr_id)
+{
+	struct ibv_wc wc = {0};
+
+	wc.wr_id = wr_id;
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = IBV_WC_RECV;
+	push(qp, qp->init.recv_cq, &wc, false);
+}
+
+void iw_recv_complete(struct iw_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
+		      bool solicited, uint32_t inv_stag, bool inv)
+{
+	struct ibv_wc wc = {0};
+
+	wc.wr_id = qp->rx.rwqe.wr_id;
+	wc.status = status;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = byte_len;
+	if (inv && status == IBV_WC_SUCCESS) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = inv_stag;
+	}
+	qp->rx.u_active = false;
+	push(qp, qp->init.recv_cq, &wc, solicited);
+}
+
+void iw_sq_retire(struct iw_qp *qp)
+{
+	while (qp->sq_head != qp->sq_next) {
+		struct eng_swqe *w = iw_swqe_at(qp, qp->sq_head);
+
+		if (w->state != ENG_SWQE_DONE)
+			break;
+		if (w->signaled)
+			send_complete(qp, w, IBV_WC_SUCCESS);
+		qp->sq_head++;
+	}
+}
+
+/* Verbs: in ERR every outstanding send WR completes, in order; one that failed carries its
+ * own status, the others IBV_WC_WR_FLUSH_ERR (reported whether signaled or not). */
+void iw_sq_flush(struct iw_qp *qp)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct eng_swqe *w = iw_swqe_at(qp, i);
+
+		send_complete(qp, w, w->state == ENG_SWQE_ERROR ? w->status : IBV_WC_WR_FLUSH_ERR);
+	}
+	qp->sq_head = qp->sq_next = qp->sq_tail;
+	qp->orq_head = qp->orq_tail = 0;
+	qp->sq_flush_pending = false;
+}
+
+static void rq_flush(struct iw_qp *qp)
+{
+	const struct eng_rwqe *r;
+
+	if (qp->rx.u_active)
+		iw_recv_complete(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false);
+	if (qp->init.srq)
+		return; /* an SRQ's WQEs belong to the other QPs too */
+	while ((r = eng_rq_peek(qp->rq)) != NULL) {
+		recv_flush(qp, r->wr_id);
+		eng_rq_pop(qp->rq);
+	}
+}
+
+/* ---- events, wake-up ---- */
+
+static void raise_event(struct iw_qp *qp, enum ibv_event_type ev)
+{
+	if (qp->env.event)
+		qp->env.event(qp->env.ctx, iw_env_qp(qp), ev);
+}
+
+void iw_kick(struct iw_qp *qp)
+{
+	if (qp->env.wake && iw_tx_ready(qp))
+		qp->env.wake(qp->env.ctx, iw_env_qp(qp));
+}
+
+void iw_check_drained(struct iw_qp *qp)
+{
+	/* IBA 10.3.1 SQD: drained once nothing started is unfinished. */
+	if (qp->state != IBV_QPS_SQD || qp->drained || qp->tx.active)
+		return;
+	if (qp->sq_head != qp->sq_next)
+		return;
+	qp->drained = true;
+	raise_event(qp, IBV_EVENT_SQ_DRAINED);
+}
+
+/* ---- errors ---- */
+
+void iw_to_err(struct iw_qp *qp, bool abort, enum ibv_event_type ev, bool raise)
+{
+	if (qp->state == IBV_QPS_ERR) {
+		if (abort && !qp->tx.finished) {
+			/* The caller gives up the connection: nothing more goes out. */
+			iw_tx_abort(qp);
+			qp->tx.term_pending = false;
+			if (qp->sq_flush_pending)
+				iw_sq_flush(qp);
+			qp->tx.finished = true;
+		}
+		return;
+	}
+	qp->state = IBV_QPS_ERR;
+	qp->rx.pend_rreq = false;
+	qp->rx.pend_term = false;
+	qp->rx.want_valid = false;
+	qp->irq_head = qp->irq_tail = 0; /* no more Read Responses (siw drops its IRQ) */
+	if (!abort && qp->tx.fpdu && qp->tx.sent > 0 && qp->tx.sent < qp->tx.len &&
+	    qp->tx.src != IW_TX_TERM) {
+		/* Half an FPDU is on the wire: finish it so that the peer can parse the
+		 * Terminate after it; its payload lives in WQE / MR memory, so the send queue is
+		 * flushed only once it is out (iw_qp_tx_done). */
+		qp->sq_flush_pending = true;
+	} else {
+		iw_tx_abort(qp);
+		iw_sq_flush(qp);
+	}
+	rq_flush(qp); /* after the send queue, as the RoCE engine (eng_qp_to_err) */
+	if (abort) {
+		qp->tx.term_pending = false;
+		qp->tx.finished = true;
+	} else if (!qp->tx.term_pending && !qp->sq_flush_pending) {
+		qp->tx.finished = true;
+	}
+	if (raise)
+		raise_event(qp, ev);
+	/* IBA 11.6.3.1: an SRQ-attached QP in ERR reports its last WQE. */
+	if (qp->init.srq)
+		raise_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+/* The Terminate for an engine error: the wire's table for enum iw_err, ours for the rest. */
+static int term_for(int err, const uint8_t *raw, size_t raw_len, struct iw_term *t)
+{
+	int e = err < 0 ? -err : err;
+
+	if (iw_is_err(e))
+		return iw_term_from_err(e, raw, raw_len, t);
+	if (e <= IW_LE__BEFORE || e >= IW_LE__END)
+		return -EINVAL;
+	memset(t, 0, sizeof(*t));
+	t->layer = local_codes[e - IW_LE__BEFORE - 1].layer;
+	t->etype = local_codes[e - IW_LE__BEFORE - 1].etype;
+	t->ecode = local_codes[e - IW_LE__BEFORE - 1].ecode;
+	return 0;
+}
+
+/* The term_sent_* counters close enum iw_counter: the wire rows, then the local rows. */
+#define TERM_SENT_WIRE	(IW_E__END - IW_E__FIRST)
+#define TERM_SENT_LOCAL (IW_LE__END - IW_LE__BEFORE - 1)
+#define TERM_SENT_BASE	(IW_CNT__COUNT - TERM_SENT_WIRE - TERM_SENT_LOCAL)
+_Static_assert(TERM_SENT_BASE > IW_CNT_term_rcvd_bogus, "term_sent_* counters out of place");
+
+static unsigned term_counter(int err)
+{
+	int e = err < 0 ? -err : err;
+
+	if (iw_is_err(e))
+		return (unsigned)(TERM_SENT_BASE + e - IW_E__FIRST);
+	return (unsigned)(TERM_SENT_BASE + TERM_SENT_WIRE + e - IW_LE__BEFORE - 1);
+}
+
+int iw_fatal(struct iw_qp *qp, int err, const uint8_t *raw, size_t raw_len)
+{
+	struct iw_term t;
+	enum ibv_event_type ev = IBV_EVENT_QP_FATAL;
+	int n;
+
+	if (qp->state == IBV_QPS_ERR)
+		return -EPROTO;
+	if (term_for(err, raw, raw_len, &t) == 0) {
+		/* RFC 5040 7.1: remote protection / DDP tagged buffer errors are access errors. */
+		if ((t.layer == IW_LAYER_DDP && t.etype == IW_ETYPE_DDP_TAGGED) ||
+		    (t.layer == IW_LAYER_RDMAP && t.etype == IW_ETYPE_RDMAP_PROTECTION))
+			ev = IBV_EVENT_QP_ACCESS_ERR;
+		/* siw sends MSN 1 (the first and only message on queue 2). */
+		n = iw_term_build(&t, ++qp->tx_msn[IW_QN_TERMINATE], qp->attr.crc, qp->tx.term,
+				  sizeof(qp->tx.term));
+		if (n > 0) {
+			qp->tx.term_len = (uint16_t)n;
+			qp->tx.term_pending = true;
+			qp->term_sent = t;
+			qp->have_term_sent = true;
+			qp->counters[term_counter(err)]++;
+		}
+	}
+	iw_to_err(qp, false, ev, true);
+	return -EPROTO;
+}
+
+/* ---- create / destroy / attributes ---- */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct iw_qp **out)
+{
+	struct iw_qp *qp;
+	uint32_t size;
+	int err;
+
+	if (!init || !env || !out || !env->mem_resolve)
+		return -EINVAL;
+	if (init->type != IBV_QPT_RC || !init->send_cq || !init->recv_cq ||
+	    init->max_send_wr == 0 || init->max_send_wr > (1u << 20) ||
+	    init->max_send_sge > IW_MAX_SGE || init->max_inline > ENG_MAX_INLINE)
+		return -EINVAL;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->init = *init;
+	qp->env = *env;
+	size = pow2_at_least(init->max_send_wr);
+	qp->sq = calloc(size, sizeof(*qp->sq));
+	if (!qp->sq) {
+		err = -ENOMEM;
+		goto free_qp;
+	}
+	qp->sq_mask = size - 1;
+	qp->sq_max = init->max_send_wr;
+	if (init->srq) {
+		qp->rq = init->srq;
+	} else {
+		err = eng_rq_init(&qp->own_rq, init->max_recv_wr ? init->max_recv_wr : 1,
+				  init->max_recv_sge, false);
+		if (err)
+			goto free_sq;
+		qp->rq = &qp->own_rq;
+	}
+	/* Until the caller sets them: siw's defaults without MPA negotiation. */
+	qp->attr.ird = 16;
+	qp->attr.ord = 16;
+	qp->attr.mulpdu = iw_mulpdu(1448);
+	qp->state = IBV_QPS_RESET;
+	iw_rx_reset(qp);
+	iw_tx_reset(qp);
+	*out = qp;
+	return 0;
+
+free_sq:
+	free(qp->sq);
+free_qp:
+	free(qp);
+	return err;
+}
+
+void iw_qp_destroy(struct iw_qp *qp)
+{
+	if (!qp)
+		return;
+	if (!qp->init.srq)
+		eng_rq_fini(&qp->own_rq);
+	free(qp->sq);
+	free(qp);
+}
+
+uint32_t iw_qp_num(const struct iw_qp *qp)
+{
+	return qp->init.qpn;
+}
+
+void *iw_qp_user(const struct iw_qp *qp)
+{
+	return qp->init.user;
+}
+
+enum ibv_qp_state iw_qp_state(const struct iw_qp *qp)
+{
+	return qp->state;
+}
+
+const uint64_t *iw_qp_counters(const struct iw_qp *qp)
+{
+	return qp->counters;
+}
+
+int iw_qp_set_attr(struct iw_qp *qp, const struct iw_qp_attr *attr)
+{
+	if (!attr || attr->ird > IW_MAX_IRD || attr->ord == 0 || attr->ord > IW_MAX_ORD ||
+	    attr->mulpdu < IW_MIN_MULPDU)
+		return -EINVAL;
+	/* CRC use is fixed for the connection by MPA (RFC 5044 7.1). */
+	if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && attr->crc != qp->attr.crc)
+		return -EINVAL;
+	qp->attr = *attr;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		iw_rx_reset(qp); /* crc / max_rx_ulpdu take effect at the stream start */
+	iw_kick(qp);
+	return 0;
+}
+
+void iw_qp_get_attr(const struct iw_qp *qp, struct iw_qp_attr *attr)
+{
+	*attr = qp->attr;
+}
+
+int iw_qp_term_rcvd(const struct iw_qp *qp, struct iw_term *out)
+{
+	if (!qp->have_term_rcvd)
+		return -ENOENT;
+	*out = qp->term_rcvd;
+	return 0;
+}
+
+int iw_qp_term_sent(const struct iw_qp *qp, struct iw_term *out)
+{
+	if (!qp->have_term_sent)
+		return -ENOENT;
+	*out = qp->term_sent;
+	return 0;
+}
+
+/* ---- state machine ---- */
+
+/* Forgets the stream: both directions restart at an FPDU boundary with MSN 1. */
+static void stream_reset(struct iw_qp *qp)
+{
+	iw_rx_reset(qp);
+	iw_tx_reset(qp);
+	memset(qp->tx_msn, 0, sizeof(qp->tx_msn)); /* pre-incremented: the first is 1 */
+	for (int i = 0; i < IW_QN__COUNT; i++)
+		qp->rx_msn[i] = 1;
+	qp->orq_head = qp->orq_tail = 0;
+	qp->rtr_read = false;
+	qp->irq_head = qp->irq_tail = 0;
+	qp->sq_flush_pending = false;
+	qp->have_term_sent = qp->have_term_rcvd = false;
+}
+
+void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now)
+{
+	enum ibv_qp_state from = qp->state;
+
+	(void)now;
+	switch (state) {
+	case IBV_QPS_RESET:
+		/* IBA 10.3.1: RESET empties the queues without completions. */
+		qp->state = IBV_QPS_RESET;
+		qp->sq_head = qp->sq_tail = qp->sq_next = 0;
+		if (!qp->init.srq)
+			eng_rq_clear(qp->rq);
+		stream_reset(qp);
+		break;
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		qp->state = state;
+		break;
+	case IBV_QPS_RTS:
+		/* Connection established (after MPA): FPDU mode starts in both directions. */
+		if (from == IBV_QPS_RESET || from == IBV_QPS_INIT || from == IBV_QPS_RTR)
+			stream_reset(qp);
+		qp->state = IBV_QPS_RTS;
+		break;
+	case IBV_QPS_SQD:
+		qp->state = IBV_QPS_SQD;
+		qp->drained = false;
+		iw_check_drained(qp);
+		break;
+	case IBV_QPS_SQE:
+		qp->state = IBV_QPS_SQE;
+		break;
+	case IBV_QPS_ERR:
+		iw_to_err(qp, true, IBV_EVENT_QP_FATAL, false);
+		break;
+	default:
+		break;
+	}
+	iw_kick(qp);
+}
+
+int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
+		  const uint32_t rx_msn_used[IW_QN__COUNT], bool orq_rtr)
+{
+	if (qp->state != IBV_QPS_RTS || !iw_rx_idle(&qp->rx.p) || qp->rx.p.fpdus ||
+	    qp->counters[IW_CNT_tx_bytes] || qp->tx.fpdu || qp->tx.active)
+		return -EINVAL;
+	for (int i = 0; i < IW_QN__COUNT; i++) {
+		if (tx_msn_used)
+			qp->tx_msn[i] += tx_msn_used[i];
+		if (rx_msn_used)
+			qp->rx_msn[i] += rx_msn_used[i];
+	}
+	qp->rtr_read = orq_rtr;
+	return 0;
+}
+
+/* ---- posting ---- */
+
+int iw_qp_post_send(struct iw_qp *qp, const struct ibv_send_wr *wr, const struct ibv_send_wr **bad,
+		    uint64_t now)
+{
+	int err = 0;
+
+	(void)now;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_ERR) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	for (; wr; wr = wr->next) {
+		uint64_t len = 0;
+		int op = eng_swqe_check(wr, qp->init.max_send_sge, qp->init.max_inline, &len);
+
+		if (op < 0 || !op_supported(op) ||
+		    (op == ENG_OP_READ && wr->num_sge > IW_MAX_SGE_RD)) {
+			err = -EINVAL;
+			break;
+		}
+		if (qp->sq_tail - qp->sq_head >= qp->sq_max) {
+			err = -ENOMEM;
+			break;
+		}
+		if (qp->state == IBV_QPS_ERR && !qp->sq_flush_pending) {
+			/* WRs posted in ERR complete at once with WR_FLUSH_ERR. */
+			struct eng_swqe tmp = {0};
+
+			tmp.wr_id = wr->wr_id;
+			tmp.op = (uint8_t)op;
+			send_complete(qp, &tmp, IBV_WC_WR_FLUSH_ERR);
+			continue;
+		}
+		eng_swqe_fill(iw_swqe_at(qp, qp->sq_tail), wr, op, (uint32_t)len,
+			      qp->init.sq_sig_all);
+		qp->sq_tail++;
+	}
+	if (err)
+		*bad = wr;
+	iw_kick(qp);
+	return err;
+}
+
+int iw_qp_post_recv(struct iw_qp *qp, const struct ibv_recv_wr *wr, const struct ibv_recv_wr **bad)
+{
+	if (qp->init.srq || qp->state == IBV_QPS_RESET) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	if (qp->state == IBV_QPS_ERR) {
+		for (; wr; wr = wr->next) {
+			if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->rq->max_sge) {
+				*bad = wr;
+				return -EINVAL;
+			}
+			recv_flush(qp, wr->wr_id);
+		}
+		return 0;
+	}
+	return eng_rq_post(qp->rq, wr, bad);
+}

@@ -1,0 +1,374 @@
+/* iWARP transmit side (siw_qp_tx.c): picks the next message (Terminate, then Read Responses,
+ * then send WQEs), frames it into MULPDU-sized FPDUs with the wire layer's builder
+ * (iw_tx_next_hdr: header only; the payload is handed out where it lies) and tracks how much
+ * of the current FPDU TCP has taken. RFC 5040 5 (data transfer), RFC 5041 5 (segmentation),
+ * RFC 5044 4 and 6 (FPDU, CRC). */
+#define IW_ENG_PRIVATE
+#include "engine/iw_eng.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "engine/eng_int.h"
+#include "util/crc.h"
+
+void iw_tx_reset(struct iw_qp *qp)
+{
+	memset(&qp->tx, 0, sizeof(qp->tx));
+}
+
+void iw_tx_abort(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+
+	if (t->fpdu && t->sent > 0 && t->sent < t->len)
+		IW_ADD(qp, drop_tx_aborted, t->len - t->sent);
+	t->fpdu = false;
+	t->active = false;
+	t->offered = 0;
+}
+
+/* May the send WQE at sq_next start now? (siw_activate_tx: ORD and fence gates.) */
+static bool sq_startable(const struct iw_qp *qp)
+{
+	const struct eng_swqe *w;
+	uint32_t orq_n = qp->orq_tail - qp->orq_head + (qp->rtr_read ? 1 : 0);
+
+	if (qp->state != IBV_QPS_RTS || qp->sq_next == qp->sq_tail)
+		return false;
+	w = &qp->sq[qp->sq_next & qp->sq_mask];
+	/* IBV_SEND_FENCE: wait for every earlier READ (verbs fence semantics, siw). */
+	if (w->fence && orq_n)
+		return false;
+	if (w->op == ENG_OP_READ && orq_n >= qp->attr.ord)
+		return false; /* ORD reached: the SQ waits, in order */
+	return true;
+}
+
+bool iw_tx_ready(const struct iw_qp *qp)
+{
+	if (qp->tx.finished)
+		return false;
+	if (qp->tx.fpdu)
+		return true;
+	if (qp->state == IBV_QPS_ERR)
+		return qp->tx.term_pending || qp->sq_flush_pending;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return false;
+	return qp->tx.active || qp->irq_head != qp->irq_tail || sq_startable(qp);
+}
+
+/* ---- starting a message ---- */
+
+static int start_rresp(struct iw_qp *qp)
+{
+	const struct iw_irqe *e = &qp->irq[qp->irq_head % IW_MAX_IRD];
+	struct iw_hdr h;
+
+	/* RFC 5040 4.5: a Read Response is tagged, to the request's sink STag / TO. */
+	iw_hdr_init(&h, IW_OP_READ_RESP);
+	h.stag = e->rreq.sink_stag;
+	h.to = e->rreq.sink_to;
+	if (iw_tx_init(&qp->tx.b, &h, e->rreq.size, qp->attr.mulpdu, qp->attr.crc) < 0)
+		return -EINVAL; /* not reached: mulpdu >= IW_MIN_MULPDU */
+	qp->tx.src = IW_TX_RRESP;
+	qp->tx.active = true;
+	return 0;
+}
+
+static int start_sq(struct iw_qp *qp)
+{
+	struct eng_swqe *w = iw_swqe_at(qp, qp->sq_next);
+	struct iw_hdr h;
+	uint32_t len = w->length;
+
+	switch (w->op) {
+	case ENG_OP_SEND:
+	case ENG_OP_SEND_INV:
+		/* RFC 5040 4.3 / 5.3: the Send variants; SE from IBV_SEND_SOLICITED. */
+		if (w->op == ENG_OP_SEND_INV)
+			iw_hdr_init(&h, w->solicited ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV);
+		else
+			iw_hdr_init(&h, w->solicited ? IW_OP_SEND_SE : IW_OP_SEND);
+		if (w->op == ENG_OP_SEND_INV)
+			h.rsvdulp = w->inv_rkey;
+		h.msn = ++qp->tx_msn[IW_QN_SEND];
+		break;
+	case ENG_OP_WRITE:
+		iw_hdr_init(&h, IW_OP_WRITE);
+		h.stag = w->rkey;
+		h.to = w->remote_addr;
+		break;
+	case ENG_OP_READ:
+		/* RFC 5040 4.4: the sink is our one SGE, the source the WR's rkey / address. */
+		iw_hdr_init(&h, IW_OP_READ_REQ);
+		h.msn = ++qp->tx_msn[IW_QN_READ_REQ];
+		h.rreq.sink_stag = w->num_sge ? w->sge[0].lkey : 0;
+		h.rreq.sink_to = w->num_sge ? w->sge[0].addr : 0;
+		h.rreq.size = w->length;
+		h.rreq.src_stag = w->rkey;
+		h.rreq.src_to = w->remote_addr;
+		len = 0;
+		qp->orq[qp->orq_tail % IW_MAX_ORD] = qp->sq_next;
+		qp->orq_tail++;
+		break;
+	default:
+		return -EINVAL; /* not reached: post_send refuses other ops */
+	}
+	if (iw_tx_init(&qp->tx.b, &h, len, qp->attr.mulpdu, qp->attr.crc) < 0)
+		return -EINVAL;
+	w->state = ENG_SWQE_ACTIVE;
+	qp->tx.wqe = qp->sq_next;
+	qp->sq_next++;
+	qp->tx.src = IW_TX_SQ;
+	qp->tx.active = true;
+	return 0;
+}
+
+/* Picks the next message (siw_activate_tx): Read Responses first, but at most
+ * IW_RRESP_BURST in a row while send WQEs wait. Returns true if one was started. */
+static bool start_message(struct iw_qp *qp)
+{
+	bool sq = sq_startable(qp), irq = qp->irq_head != qp->irq_tail;
+
+	if (irq && (!sq || qp->tx.irq_burst < IW_RRESP_BURST)) {
+		qp->tx.irq_burst++;
+		return start_rresp(qp) == 0;
+	}
+	if (sq) {
+		qp->tx.irq_burst = 0;
+		return start_sq(qp) == 0;
+	}
+	return false;
+}
+
+/* ---- framing one FPDU ---- */
+
+static int rresp_err(int e)
+{
+	/* siw: source checks of a Read Request are RDMAP remote protection errors. */
+	switch (e) {
+	case -ERANGE:
+		return -IW_E_RP_BOUNDS;
+	case -EACCES:
+		return -IW_E_RP_ACCESS;
+	default:
+		return -IW_E_RP_STAG;
+	}
+}
+
+/* Frames the next FPDU of the active message. Returns 0, or a fatal error (the QP is in ERR
+ * with a Terminate queued). */
+static int frame(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+	uint32_t off = 0, n = 0, crc = 0;
+	int hl = iw_tx_next_hdr(&t->b, t->hdr, sizeof(t->hdr), &off, &n);
+
+	if (hl <= 0)
+		return -EINVAL; /* not reached: a done message is never active */
+	t->hdr_len = (uint16_t)hl;
+	t->npay = 0;
+	t->pay_len = n;
+	if (n && t->src == IW_TX_SQ) {
+		struct eng_swqe *w = iw_swqe_at(qp, t->wqe);
+
+		if (w->inl) {
+			t->pay[0].ptr = w->inline_data + off;
+			t->pay[0].len = n;
+			t->npay = 1;
+		} else {
+			int k = eng_sge_resolve_env(&qp->env, qp->init.pd, w->sge, w->num_sge, off,
+						    n, ENG_ACCESS_LOCAL_READ, t->pay);
+			if (k < 0) {
+				/* A local key error: the WR fails, the stream is terminated (the
+				 * peer may hold part of the message). */
+				w->state = ENG_SWQE_ERROR;
+				w->status = IBV_WC_LOC_PROT_ERR;
+				t->active = false;
+				return iw_fatal(qp, -IW_E_LOCAL, NULL, 0);
+			}
+			t->npay = (uint32_t)k;
+		}
+	} else if (n && t->src == IW_TX_RRESP) {
+		struct iw_irqe *e = &qp->irq[qp->irq_head % IW_MAX_IRD];
+		int err = 0;
+		void *p =
+		    qp->env.mem_resolve(qp->env.ctx, qp->init.pd, e->rreq.src_stag, true,
+					e->rreq.src_to + off, n, IBV_ACCESS_REMOTE_READ, &err);
+		if (!p) {
+			/* Checked when the request came in; the MR changed since (siw checks
+			 * here only). */
+			t->active = false;
+			return iw_fatal(qp, rresp_err(err), e->raw, sizeof(e->raw));
+		}
+		t->pay[0].ptr = p;
+		t->pay[0].len = n;
+		t->npay = 1;
+	}
+	if (qp->attr.crc) {
+		/* RFC 5044 6: from ULPDU_LENGTH through the pad, over the bytes where they lie. */
+		crc = crc32c(0, t->hdr, (size_t)hl);
+		for (uint32_t i = 0; i < t->npay; i++)
+			crc = crc32c(crc, t->pay[i].ptr, t->pay[i].len);
+	}
+	t->trl_len = (uint8_t)iw_fpdu_trailer(t->trl, (uint32_t)hl - IW_FPDU_LEN_SIZE + n, crc,
+					      qp->attr.crc, NULL);
+	t->len = (size_t)hl + n + t->trl_len;
+	t->sent = 0;
+	t->fpdu_last = t->b.done;
+	t->fpdu = true;
+	return 0;
+}
+
+static void frame_term(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+
+	memcpy(t->hdr, t->term, t->term_len);
+	t->hdr_len = t->term_len;
+	t->npay = 0;
+	t->pay_len = 0;
+	t->trl_len = 0;
+	t->len = t->term_len;
+	t->sent = 0;
+	t->fpdu_last = true;
+	t->src = IW_TX_TERM;
+	t->active = true;
+	t->fpdu = true;
+}
+
+/* Makes an FPDU current if one is due. Returns true if there is one. */
+static bool prepare(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+
+	for (;;) {
+		if (t->fpdu)
+			return true;
+		if (t->finished)
+			return false;
+		if (qp->state == IBV_QPS_ERR) {
+			if (t->term_pending) {
+				frame_term(qp);
+				return true;
+			}
+			if (qp->sq_flush_pending)
+				iw_sq_flush(qp);
+			t->finished = true;
+			return false;
+		}
+		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+			return false;
+		if (!t->active && !start_message(qp))
+			return false;
+		(void)frame(qp); /* on failure the loop sends the Terminate */
+	}
+}
+
+int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov)
+{
+	struct iw_txs *t = &qp->tx;
+	size_t skip, offered = 0;
+	int k = 0;
+
+	(void)now;
+	if (max_iov < 1)
+		return -EINVAL;
+	t->offered = 0;
+	if (!prepare(qp))
+		return 0;
+	skip = t->sent;
+	/* The FPDU's pieces in order: header (scratch), payload (MR / inline), trailer. */
+	for (uint32_t i = 0; i < t->npay + 2 && k < max_iov; i++) {
+		uint8_t *p;
+		size_t len;
+
+		if (i == 0) {
+			p = t->hdr;
+			len = t->hdr_len;
+		} else if (i <= t->npay) {
+			p = t->pay[i - 1].ptr;
+			len = t->pay[i - 1].len;
+		} else {
+			p = t->trl;
+			len = t->trl_len;
+		}
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		iov[k].iov_base = p + skip;
+		iov[k].iov_len = len - skip;
+		offered += len - skip;
+		skip = 0;
+		k++;
+	}
+	t->offered = offered;
+	return k;
+}
+
+/* The message in progress has been handed to TCP entirely. */
+static void message_done(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+
+	t->active = false;
+	if (t->src == IW_TX_RRESP) {
+		qp->irq_head++; /* the IRQ slot is free again */
+	} else if (t->src == IW_TX_SQ) {
+		struct eng_swqe *w = iw_swqe_at(qp, t->wqe);
+
+		/* siw: a SEND / WRITE completes once its last byte is with TCP; a READ when its
+		 * response has been placed (iw_rx.c). */
+		if (w->op != ENG_OP_READ) {
+			w->state = ENG_SWQE_DONE;
+			iw_sq_retire(qp);
+		}
+	}
+	iw_check_drained(qp);
+}
+
+int iw_qp_tx_done(struct iw_qp *qp, size_t n)
+{
+	struct iw_txs *t = &qp->tx;
+
+	if (n > t->offered)
+		return -EINVAL;
+	t->offered = 0;
+	if (n == 0)
+		return 0;
+	t->sent += n;
+	IW_ADD(qp, tx_bytes, n);
+	if (t->sent < t->len)
+		return 0;
+	/* The FPDU is out. */
+	t->fpdu = false;
+	IW_INC(qp, tx_fpdus);
+	IW_ADD(qp, tx_payload_bytes, t->pay_len);
+	if (t->src == IW_TX_TERM) {
+		t->term_pending = false;
+		t->active = false;
+		if (qp->sq_flush_pending)
+			iw_sq_flush(qp);
+		t->finished = true;
+		return 0;
+	}
+	if (qp->state == IBV_QPS_ERR) {
+		/* The half-sent FPDU is whole now: drop its message, flush, Terminate next. */
+		t->active = false;
+		if (qp->sq_flush_pending)
+			iw_sq_flush(qp);
+		if (!t->term_pending)
+			t->finished = true;
+		return 0;
+	}
+	if (t->fpdu_last)
+		message_done(qp);
+	return 0;
+}
+
+bool iw_qp_tx_finished(const struct iw_qp *qp)
+{
+	return qp->tx.finished;
+}

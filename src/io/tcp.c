@@ -1,0 +1,568 @@
+/* The TCP socket backend for iWARP: listen, accept, non-blocking connect, zero-copy-friendly
+ * receive into caller memory, gathered sends, counters. Contract and threads: io/tcp.h. */
+#define _GNU_SOURCE
+#include "io/tcp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct io_tcp_listener {
+	int fd;
+	uint16_t port;
+	struct io_tcp_opts opts; /* applied to every accepted connection */
+	_Atomic uint64_t cnt[IO_TCP_NCOUNTERS];
+};
+
+struct io_tcp_conn {
+	int fd;
+	/* tx side (io_tcp_connect_done is a tx-side call) */
+	bool connected;
+	int conn_err; /* sticky connect failure, negative errno; 0 none */
+	/* rx side */
+	bool rx_eof;   /* recv saw the FIN: -ESHUTDOWN from now on */
+	bool rx_reset; /* recv saw the RST: -ECONNRESET from now on */
+	_Atomic uint64_t cnt[IO_TCP_NCOUNTERS];
+};
+
+static const char *const counter_names[] = {
+#define X_NAME(name, desc) #name,
+    IO_TCP_COUNTERS(X_NAME)
+#undef X_NAME
+};
+
+static const char *const counter_descs[] = {
+#define X_DESC(name, desc) desc,
+    IO_TCP_COUNTERS(X_DESC)
+#undef X_DESC
+};
+
+static const uint8_t v4mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+static const uint8_t zero16[16];
+
+/* Each counter has one writer (its side, tcp.h "Threads"): a relaxed load and store, no locked
+ * instruction; readers on other threads see whole values. */
+static void cnt_add(_Atomic uint64_t *cnt, enum io_tcp_counter c, uint64_t v)
+{
+	atomic_store_explicit(&cnt[c], atomic_load_explicit(&cnt[c], memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+static bool is_v4mapped(const uint8_t *a)
+{
+	return memcmp(a, v4mapped_prefix, sizeof(v4mapped_prefix)) == 0;
+}
+
+/* A sockaddr for addr:port, AF_INET for an IPv4-mapped address, AF_INET6 otherwise. */
+static socklen_t make_sockaddr(const uint8_t *addr, uint16_t port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (is_v4mapped(addr)) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr + 12, 4);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	memcpy(&sin6->sin6_addr, addr, 16);
+	return sizeof(*sin6);
+}
+
+/* The 16-byte form of a sockaddr (IPv4-mapped for AF_INET). -EAFNOSUPPORT for other families. */
+static int from_sockaddr(const struct sockaddr_storage *ss, uint8_t *addr, uint16_t *port)
+{
+	uint8_t a[16];
+	uint16_t p;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		memcpy(a, v4mapped_prefix, 12);
+		memcpy(a + 12, &sin->sin_addr, 4);
+		p = ntohs(sin->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+		memcpy(a, &sin6->sin6_addr, 16);
+		p = ntohs(sin6->sin6_port);
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	if (addr)
+		memcpy(addr, a, 16);
+	if (port)
+		*port = p;
+	return 0;
+}
+
+static int setopt_int(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) != 0 ? -errno : 0;
+}
+
+/* Buffer sizes: before listen/connect, so the window scale offered in the SYN fits them. The
+ * kernel clamps them and never fails for a positive value. */
+static int set_bufs(int fd, const struct io_tcp_opts *o)
+{
+	int err = 0;
+
+	if (o->rcvbuf > 0)
+		err = setopt_int(fd, SOL_SOCKET, SO_RCVBUF, o->rcvbuf);
+	if (!err && o->sndbuf > 0)
+		err = setopt_int(fd, SOL_SOCKET, SO_SNDBUF, o->sndbuf);
+	return err;
+}
+
+/* Per-connection options (siw_cm.c: TCP_NODELAY unless siw_tcp_nagle; no keepalive). */
+static int set_conn_opts(int fd, const struct io_tcp_opts *o)
+{
+	int err = setopt_int(fd, IPPROTO_TCP, TCP_NODELAY, o->nagle ? 0 : 1);
+
+	if (!err)
+		err = setopt_int(fd, SOL_SOCKET, SO_KEEPALIVE, 0);
+	return err;
+}
+
+static struct io_tcp_conn *conn_new(int fd, bool connected)
+{
+	struct io_tcp_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->connected = connected;
+	return c;
+}
+
+int io_tcp_listen(const uint8_t addr[16], uint16_t port, int backlog,
+		  const struct io_tcp_opts *opts, struct io_tcp_listener **out)
+{
+	static const struct io_tcp_opts dflt;
+	struct io_tcp_listener *l;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, err;
+
+	if (!addr || !out)
+		return -EINVAL;
+	if (!opts)
+		opts = &dflt;
+	sl = make_sockaddr(addr, port, &ss);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->opts = *opts;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		goto fail_free;
+	}
+	err = setopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	if (!err && ss.ss_family == AF_INET6)
+		err = setopt_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	if (!err)
+		err = set_bufs(fd, opts); /* inherited by accepted sockets */
+	if (err)
+		goto fail_close;
+	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 ||
+	    listen(fd, backlog > 0 ? backlog : IO_TCP_DEFAULT_BACKLOG) != 0) {
+		err = -errno;
+		goto fail_close;
+	}
+	sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+		err = -errno;
+		goto fail_close;
+	}
+	from_sockaddr(&ss, NULL, &l->port);
+	l->fd = fd;
+	*out = l;
+	return 0;
+
+fail_close:
+	close(fd);
+fail_free:
+	free(l);
+	return err;
+}
+
+void io_tcp_listener_close(struct io_tcp_listener *l)
+{
+	if (!l)
+		return;
+	close(l->fd);
+	free(l);
+}
+
+uint16_t io_tcp_listener_port(const struct io_tcp_listener *l)
+{
+	return l->port;
+}
+
+int io_tcp_listener_fd(const struct io_tcp_listener *l)
+{
+	return l->fd;
+}
+
+int io_tcp_accept(struct io_tcp_listener *l, struct io_tcp_conn **out, uint8_t peer_addr[16],
+		  uint16_t *peer_port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct io_tcp_conn *c;
+	int fd, err;
+
+	if (!l || !out)
+		return -EINVAL;
+	do {
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	} while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		cnt_add(l->cnt, err == -EAGAIN ? IO_TCP_C_accept_eagain : IO_TCP_C_accept_errors,
+			1);
+		return err;
+	}
+	err = set_conn_opts(fd, &l->opts);
+	if (err)
+		goto fail_close;
+	c = conn_new(fd, true);
+	if (!c) {
+		err = -ENOMEM;
+		goto fail_close;
+	}
+	if (peer_addr || peer_port)
+		from_sockaddr(&ss, peer_addr, peer_port);
+	cnt_add(l->cnt, IO_TCP_C_accepts, 1);
+	*out = c;
+	return 0;
+
+fail_close:
+	/* The peer sees a reset: we accepted and could not keep the connection. */
+	close(fd);
+	cnt_add(l->cnt, IO_TCP_C_accept_errors, 1);
+	return err;
+}
+
+int io_tcp_connect(const uint8_t local_addr[16], uint16_t local_port, const uint8_t peer_addr[16],
+		   uint16_t peer_port, const struct io_tcp_opts *opts, struct io_tcp_conn **out)
+{
+	static const struct io_tcp_opts dflt;
+	struct sockaddr_storage peer, local;
+	socklen_t peer_len, local_len = 0;
+	struct io_tcp_conn *c;
+	bool bind_local;
+	int fd, err, rc;
+
+	if (!peer_addr || !out || peer_port == 0)
+		return -EINVAL;
+	if (!opts)
+		opts = &dflt;
+	peer_len = make_sockaddr(peer_addr, peer_port, &peer);
+	bind_local = local_port != 0 || (local_addr && memcmp(local_addr, zero16, 16) != 0);
+	if (bind_local) {
+		/* "Any" of the peer's family when only a port is given. */
+		uint8_t any[16] = {0};
+
+		if (is_v4mapped(peer_addr))
+			memcpy(any, v4mapped_prefix, 12);
+		if (local_addr && memcmp(local_addr, zero16, 16) != 0)
+			memcpy(any, local_addr, 16);
+		local_len = make_sockaddr(any, local_port, &local);
+		if (local.ss_family != peer.ss_family)
+			return -EINVAL;
+	}
+	fd = socket(peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	err = set_bufs(fd, opts);
+	if (!err)
+		err = set_conn_opts(fd, opts);
+	if (!err && peer.ss_family == AF_INET6)
+		err = setopt_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	if (!err && bind_local) {
+		/* siw kernel_bindconnect: SO_REUSEADDR, bind to the rdma_cm address, connect */
+		err = setopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+		if (!err && bind(fd, (struct sockaddr *)&local, local_len) != 0)
+			err = -errno;
+	}
+	if (err)
+		goto fail_close;
+	do {
+		rc = connect(fd, (struct sockaddr *)&peer, peer_len);
+	} while (rc != 0 && errno == EINTR);
+	if (rc != 0 && errno != EINPROGRESS) {
+		err = -errno;
+		goto fail_close;
+	}
+	c = conn_new(fd, rc == 0);
+	if (!c) {
+		err = -ENOMEM;
+		goto fail_close;
+	}
+	cnt_add(c->cnt, IO_TCP_C_connects, 1);
+	*out = c;
+	return 0;
+
+fail_close:
+	close(fd);
+	return err;
+}
+
+int io_tcp_connect_done(struct io_tcp_conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(int);
+	int soerr = 0;
+
+	if (!c)
+		return -EINVAL;
+	if (c->conn_err)
+		return c->conn_err;
+	if (c->connected)
+		return 0;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
+		soerr = errno;
+	if (soerr) {
+		c->conn_err = -soerr;
+		cnt_add(c->cnt,
+			soerr == ECONNREFUSED ? IO_TCP_C_connect_refused : IO_TCP_C_connect_errors,
+			1);
+		return c->conn_err;
+	}
+	/* No error and a peer name: the three-way handshake is complete. */
+	sl = sizeof(ss);
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+		c->connected = true;
+		return 0;
+	}
+	return errno == ENOTCONN ? -EINPROGRESS : -errno;
+}
+
+int io_tcp_fd(const struct io_tcp_conn *c)
+{
+	return c->fd;
+}
+
+/* Common end of recv / recvmsg. */
+static ssize_t rx_result(struct io_tcp_conn *c, ssize_t r)
+{
+	if (r > 0) {
+		cnt_add(c->cnt, IO_TCP_C_rx_bytes, (uint64_t)r);
+		return r;
+	}
+	if (r == 0) {
+		/* RFC 793 FIN: orderly close. After a reset Linux also returns 0: keep saying
+		 * "reset" then. */
+		if (c->rx_reset)
+			return -ECONNRESET;
+		if (!c->rx_eof)
+			cnt_add(c->cnt, IO_TCP_C_rx_eof, 1);
+		c->rx_eof = true;
+		return -ESHUTDOWN;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		cnt_add(c->cnt, IO_TCP_C_rx_eagain, 1);
+		return -EAGAIN;
+	}
+	if (errno == ECONNRESET) {
+		c->rx_reset = true;
+		cnt_add(c->cnt, IO_TCP_C_rx_resets, 1);
+		return -ECONNRESET;
+	}
+	cnt_add(c->cnt, IO_TCP_C_rx_errors, 1);
+	return -errno;
+}
+
+ssize_t io_tcp_recv(struct io_tcp_conn *c, void *dst, size_t len)
+{
+	ssize_t r;
+
+	if (!c || !dst || len == 0)
+		return -EINVAL;
+	cnt_add(c->cnt, IO_TCP_C_rx_calls, 1);
+	if (c->rx_reset)
+		return -ECONNRESET;
+	do {
+		r = recv(c->fd, dst, len, MSG_DONTWAIT);
+	} while (r < 0 && errno == EINTR);
+	return rx_result(c, r);
+}
+
+ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n)
+{
+	struct msghdr msg = {0};
+	size_t total = 0;
+	ssize_t r;
+
+	if (!c || !iov || n <= 0 || n > IOV_MAX)
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (total == 0)
+		return -EINVAL; /* a 0 from the kernel would be ambiguous with EOF */
+	cnt_add(c->cnt, IO_TCP_C_rx_calls, 1);
+	if (c->rx_reset)
+		return -ECONNRESET;
+	msg.msg_iov = (struct iovec *)iov; /* recvmsg does not write the array */
+	msg.msg_iovlen = (size_t)n;
+	do {
+		r = recvmsg(c->fd, &msg, MSG_DONTWAIT);
+	} while (r < 0 && errno == EINTR);
+	return rx_result(c, r);
+}
+
+ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
+{
+	struct msghdr msg = {0};
+	size_t total = 0;
+	ssize_t r;
+
+	if (!c || (!iov && n > 0) || n < 0 || n > IOV_MAX)
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (total == 0)
+		return 0;
+	cnt_add(c->cnt, IO_TCP_C_tx_calls, 1);
+	msg.msg_iov = (struct iovec *)iov; /* sendmsg does not write the array */
+	msg.msg_iovlen = (size_t)n;
+	do {
+		r = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (r < 0 && errno == EINTR);
+	if (r >= 0) {
+		cnt_add(c->cnt, IO_TCP_C_tx_bytes, (uint64_t)r);
+		if ((size_t)r < total)
+			cnt_add(c->cnt, IO_TCP_C_tx_partial, 1);
+		return r;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		cnt_add(c->cnt, IO_TCP_C_tx_eagain, 1);
+		return -EAGAIN;
+	}
+	if (errno == ECONNRESET || errno == EPIPE) {
+		cnt_add(c->cnt, IO_TCP_C_tx_resets, 1);
+		return -errno;
+	}
+	cnt_add(c->cnt, IO_TCP_C_tx_errors, 1);
+	return -errno;
+}
+
+ssize_t io_tcp_send(struct io_tcp_conn *c, const void *buf, size_t len)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+	if (!buf && len)
+		return -EINVAL;
+	return io_tcp_sendv(c, &iov, 1);
+}
+
+int io_tcp_shutdown(struct io_tcp_conn *c)
+{
+	if (!c)
+		return -EINVAL;
+	return shutdown(c->fd, SHUT_WR) != 0 ? -errno : 0;
+}
+
+void io_tcp_close(struct io_tcp_conn *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c);
+}
+
+void io_tcp_abort(struct io_tcp_conn *c)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	if (!c)
+		return;
+	/* RFC 793 abort: with a zero linger time close() sends RST instead of FIN. */
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(c->fd);
+	free(c);
+}
+
+int io_tcp_mss(const struct io_tcp_conn *c)
+{
+	int mss = 0;
+	socklen_t sl = sizeof(mss);
+
+	if (!c)
+		return -EINVAL;
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) != 0)
+		return -errno;
+	return mss > 0 ? mss : -ENOTCONN;
+}
+
+int io_tcp_bufsizes(const struct io_tcp_conn *c, int *rcvbuf, int *sndbuf)
+{
+	socklen_t sl = sizeof(int);
+
+	if (!c)
+		return -EINVAL;
+	if (rcvbuf && getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, rcvbuf, &sl) != 0)
+		return -errno;
+	sl = sizeof(int);
+	if (sndbuf && getsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, sndbuf, &sl) != 0)
+		return -errno;
+	return 0;
+}
+
+int io_tcp_local(const struct io_tcp_conn *c, uint8_t addr[16], uint16_t *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (!c)
+		return -EINVAL;
+	if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) != 0)
+		return -errno;
+	return from_sockaddr(&ss, addr, port);
+}
+
+int io_tcp_peer(const struct io_tcp_conn *c, uint8_t addr[16], uint16_t *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (!c)
+		return -EINVAL;
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) != 0)
+		return -errno;
+	return from_sockaddr(&ss, addr, port);
+}
+
+void io_tcp_counters(const struct io_tcp_conn *c, uint64_t out[IO_TCP_NCOUNTERS])
+{
+	for (int i = 0; i < IO_TCP_NCOUNTERS; i++)
+		out[i] = atomic_load_explicit(&c->cnt[i], memory_order_relaxed);
+}
+
+void io_tcp_listener_counters(const struct io_tcp_listener *l, uint64_t out[IO_TCP_NCOUNTERS])
+{
+	for (int i = 0; i < IO_TCP_NCOUNTERS; i++)
+		out[i] = atomic_load_explicit(&l->cnt[i], memory_order_relaxed);
+}
+
+const char *io_tcp_counter_name(enum io_tcp_counter c)
+{
+	return (unsigned)c < IO_TCP_NCOUNTERS ? counter_names[c] : NULL;
+}
+
+const char *io_tcp_counter_desc(enum io_tcp_counter c)
+{
+	return (unsigned)c < IO_TCP_NCOUNTERS ? counter_descs[c] : NULL;
+}

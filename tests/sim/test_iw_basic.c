@@ -1,0 +1,547 @@
+/* iWARP engine data path (src/engine/iw_eng.h): two engines over an in-memory TCP stream,
+ * every opcode at 0, 1, MULPDU-1, MULPDU, MULPDU+1 bytes and 1 MiB (16 MiB once), CRC on
+ * and off, the stream cut whole / byte by byte / at random on both the write and the read
+ * side; every byte verified, every WR completed exactly once and in order, zero-copy
+ * placement proven (received payload bytes are read straight into registered memory, the
+ * engine copies none). Also scatter/gather, inline, unsignaled WRs, ORD and fence, SRQ,
+ * opcodes iWARP does not have. */
+#include "check.h"
+#include "iwsim.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIB	(1u << 20)
+#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+enum top { T_SEND, T_SEND_INV, T_SEND_SE, T_WRITE, T_READ, T__COUNT };
+static const char *const top_name[T__COUNT] = {"SEND", "SEND_INV", "SEND_SE", "WRITE", "READ"};
+
+static uint64_t seed;
+static unsigned notifies;
+
+static void on_notify(struct eng_cq *cq)
+{
+	(void)cq;
+	notifies++;
+}
+
+static const uint64_t *cnt(struct iwsim *w, int node)
+{
+	return iw_qp_counters(w->qp[node]);
+}
+
+static int cq_count(struct sim_node *n)
+{
+	return (int)(n->cq.tail - n->cq.head);
+}
+
+/* One message of `op` and `len` bytes from A to B (READ: B's bytes to A), checked end to
+ * end. */
+static void one(struct iwsim *w, struct sim_mr *amr, struct sim_mr *bmr, enum top op, uint32_t len,
+		uint32_t tag)
+{
+	struct sim_node *A = &w->s.node[SIM_A], *B = &w->s.node[SIM_B];
+	struct sim_mr *src = op == T_READ ? bmr : amr, *dst = op == T_READ ? amr : bmr;
+	int rcv = op == T_READ ? SIM_A : SIM_B, snd = 1 - rcv;
+	uint64_t in_mr0 = w->rx_in_mr[rcv], from_mr0 = w->tx_from_mr[snd];
+	struct sim_mr *inv = NULL;
+	struct ibv_wc wc;
+	unsigned notifies0 = notifies;
+	int r = 0;
+
+	sim_fill(src->host, len, tag);
+	memset(dst->host, 0, (size_t)len + 64);
+	switch (op) {
+	case T_SEND:
+	case T_SEND_SE:
+	case T_SEND_INV:
+		REQUIRE(iwsim_post_recv(w, SIM_B, 1000 + tag, bmr, 0, len + (tag & 1 ? 0 : 17)) ==
+			0);
+		B->cq.notify = on_notify;
+		B->cq.armed = 2; /* solicited only: fires for Send with SE, not for Send */
+		if (op == T_SEND_INV)
+			inv =
+			    sim_mr_reg(B, 1, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		r = iwsim_post_send(
+		    w, SIM_A, tag, op == T_SEND_INV ? IBV_WR_SEND_WITH_INV : IBV_WR_SEND, amr, 0,
+		    len, 0, 0, IBV_SEND_SIGNALED | (op == T_SEND_SE ? IBV_SEND_SOLICITED : 0),
+		    inv ? inv->key : 0);
+		break;
+	case T_WRITE:
+		r = iwsim_post_send(w, SIM_A, tag, IBV_WR_RDMA_WRITE, amr, 0, len, sim_va(bmr, 0),
+				    bmr->key, IBV_SEND_SIGNALED, 0);
+		break;
+	case T_READ:
+		r = iwsim_post_send(w, SIM_A, tag, IBV_WR_RDMA_READ, amr, 0, len, sim_va(bmr, 0),
+				    bmr->key, IBV_SEND_SIGNALED, 0);
+		break;
+	default:
+		break;
+	}
+	REQUIRE(r == 0);
+	iwsim_run(w, UINT64_MAX);
+
+	/* Every byte, and nothing past the end. */
+	CHECK_MEM(dst->host, src->host, len);
+	CHECK_EQ(dst->host[len], 0);
+	/* Exactly one completion on the requester, in order, with its length. */
+	CHECK_EQ(cq_count(A), 1);
+	IWSIM_EXPECT_WC(w, SIM_A, tag, IBV_WC_SUCCESS,
+			op == T_READ	? IBV_WC_RDMA_READ
+			: op == T_WRITE ? IBV_WC_RDMA_WRITE
+					: IBV_WC_SEND,
+			len);
+	if (op == T_WRITE || op == T_READ) {
+		CHECK_EQ(cq_count(B), 0);
+	} else {
+		CHECK_EQ(cq_count(B), 1);
+		if (sim_poll(B, &wc, 1) == 1) {
+			CHECK_EQ(wc.wr_id, 1000 + tag);
+			CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+			CHECK_EQ(wc.opcode, IBV_WC_RECV);
+			CHECK_EQ(wc.byte_len, len);
+			CHECK_EQ(wc.qp_num, iw_qp_num(w->qp[SIM_B]));
+			if (op == T_SEND_INV) {
+				CHECK(wc.wc_flags & IBV_WC_WITH_INV);
+				CHECK_EQ(wc.invalidated_rkey, inv->key);
+				CHECK(!inv->valid); /* env->mem_invalidate was called */
+			} else {
+				CHECK(!(wc.wc_flags & IBV_WC_WITH_INV));
+			}
+		}
+		CHECK_EQ(notifies - notifies0, op == T_SEND_SE ? 1 : 0);
+		B->cq.armed = 0;
+	}
+	/* Zero copy: the payload was read straight into registered memory and sent straight
+	 * from it; the engines copied nothing. */
+	CHECK_EQ(w->rx_in_mr[rcv] - in_mr0, len);
+	CHECK_EQ(w->tx_from_mr[snd] - from_mr0, len);
+	CHECK_EQ(cnt(w, SIM_A)[IW_CNT_rx_payload_copied], 0);
+	CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_payload_copied], 0);
+	CHECK_EQ(iw_qp_state(w->qp[SIM_A]), IBV_QPS_RTS);
+	CHECK_EQ(iw_qp_state(w->qp[SIM_B]), IBV_QPS_RTS);
+}
+
+static void matrix(void)
+{
+	static const enum iwsim_seg segs[] = {IWSIM_WHOLE, IWSIM_ONE, IWSIM_RANDOM};
+	static const char *const seg_name[] = {"whole", "one byte", "random"};
+
+	for (int crc = 0; crc < 2; crc++) {
+		for (unsigned s = 0; s < 3; s++) {
+			struct iwsim *w = calloc(1, sizeof(*w));
+			struct iwsim_cfg cfg = {0};
+			struct sim_mr *amr, *bmr;
+			uint16_t mulpdu;
+			uint32_t tag = 0;
+			int failures0 = check_failures;
+
+			REQUIRE(w);
+			cfg.attr.crc = crc;
+			cfg.tx_seg = segs[s];
+			cfg.rx_seg = segs[s];
+			iwsim_init(w, seed + (uint64_t)crc * 3 + s, &cfg);
+			mulpdu = iw_mulpdu(1448);
+			amr = sim_mr_reg(&w->s.node[SIM_A], 1, MIB + 64, ACC_ALL);
+			bmr = sim_mr_reg(&w->s.node[SIM_B], 1, MIB + 64, ACC_ALL);
+			for (int op = 0; op < T__COUNT; op++) {
+				const uint32_t sizes[] = {0,	  1,	       mulpdu - 1u,
+							  mulpdu, mulpdu + 1u, MIB};
+
+				for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+					/* Byte-by-byte 1 MiB only for WRITE and READ (time). */
+					if (segs[s] == IWSIM_ONE && sizes[z] == MIB &&
+					    op != T_WRITE && op != T_READ)
+						continue;
+					one(w, amr, bmr, (enum top)op, sizes[z], ++tag);
+					if (check_failures != failures0) {
+						fprintf(stderr, "  in %s %u B, crc %d, %s\n",
+							top_name[op], sizes[z], crc, seg_name[s]);
+						failures0 = check_failures;
+					}
+				}
+			}
+			/* FPDUs are MULPDU-sized: a 1 MiB Write is ceil(1 MiB / (mulpdu - 14))
+			 * FPDUs, counted on the receiver. */
+			CHECK(cnt(w, SIM_B)[IW_CNT_rx_writes] > 0);
+			fprintf(stderr,
+				"crc %d, %s: %" PRIu64 " / %" PRIu64 " receive calls, %" PRIu64
+				" / %" PRIu64 " transmit calls, %" PRIu64 " stream bytes A->B\n",
+				crc, seg_name[s], w->rx_calls[0], w->rx_calls[1], w->tx_calls[0],
+				w->tx_calls[1], w->pipe[0].total);
+			iwsim_fini(w);
+			free(w);
+		}
+	}
+}
+
+/* 16 MiB, once: a Write, CRC on, random cuts. */
+static void big(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *amr, *bmr;
+	uint32_t len = 16 * MIB;
+	uint32_t room = iw_mulpdu(1448) - IW_DDP_TAGGED_HDR_LEN;
+
+	REQUIRE(w);
+	cfg.attr.crc = true;
+	cfg.tx_seg = IWSIM_RANDOM;
+	cfg.rx_seg = IWSIM_RANDOM;
+	iwsim_init(w, seed + 100, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, len + 64, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, len + 64, ACC_ALL);
+	one(w, amr, bmr, T_WRITE, len, 7);
+	/* siw segmentation: every FPDU but the last carries mulpdu - 14 payload bytes. */
+	CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_fpdus], (len + room - 1) / room);
+	iwsim_fini(w);
+	free(w);
+}
+
+/* Many WRs of every kind in one batch, some unsignaled: completions exactly once, in post
+ * order, every byte in place. */
+static void batch(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *amr, *bmr, *brecv, *aread;
+	enum { N = 60, SLOT = 8192 };
+	uint32_t len[N];
+	int op[N];
+	bool sig[N];
+	int nrecv = 0;
+
+	REQUIRE(w);
+	cfg.tx_seg = IWSIM_RANDOM;
+	cfg.rx_seg = IWSIM_RANDOM;
+	cfg.attr.ord = 4;
+	cfg.attr.ird = 4;
+	iwsim_init(w, seed + 200, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, N * SLOT, ACC_ALL);
+	aread = sim_mr_reg(&w->s.node[SIM_A], 1, N * SLOT, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, N * SLOT, ACC_ALL);
+	brecv = sim_mr_reg(&w->s.node[SIM_B], 1, N * SLOT, ACC_ALL);
+	sim_fill(amr->host, N * SLOT, 1);
+	sim_fill(bmr->host, N * SLOT, 2);
+	for (int i = 0; i < N; i++) {
+		op[i] = (int)(sim_rand(&w->s) % 3); /* SEND, WRITE, READ */
+		len[i] = (uint32_t)(sim_rand(&w->s) % SLOT);
+		sig[i] = sim_rand(&w->s) & 1 || i == N - 1;
+		if (op[i] == 0)
+			REQUIRE(iwsim_post_recv(w, SIM_B, 5000 + (uint64_t)nrecv++, brecv,
+						(uint64_t)i * SLOT, SLOT) == 0);
+		REQUIRE(iwsim_post_send(w, SIM_A, (uint64_t)i,
+					op[i] == 0   ? IBV_WR_SEND
+					: op[i] == 1 ? IBV_WR_RDMA_WRITE
+						     : IBV_WR_RDMA_READ,
+					op[i] == 2 ? aread : amr, (uint64_t)i * SLOT, len[i],
+					sim_va(bmr, (uint64_t)i * SLOT) + (op[i] == 1 ? 0 : 0),
+					bmr->key, sig[i] ? IBV_SEND_SIGNALED : 0, 0) == 0);
+	}
+	/* WRITEs land in bmr over the bytes that READs fetch: give them their own slots by
+	 * using the WR index, so no two WRs share bytes. */
+	iwsim_run(w, UINT64_MAX);
+	for (int i = 0; i < N; i++) {
+		size_t o = (size_t)i * SLOT;
+
+		if (sig[i])
+			IWSIM_EXPECT_WC(w, SIM_A, (uint64_t)i, IBV_WC_SUCCESS,
+					op[i] == 0   ? IBV_WC_SEND
+					: op[i] == 1 ? IBV_WC_RDMA_WRITE
+						     : IBV_WC_RDMA_READ,
+					len[i]);
+		if (op[i] == 0)
+			CHECK_MEM(brecv->host + o, amr->host + o, len[i]);
+		else if (op[i] == 1)
+			CHECK_MEM(bmr->host + o, amr->host + o, len[i]);
+		else
+			CHECK_MEM(aread->host + o, bmr->host + o, len[i]);
+	}
+	CHECK_EQ(cq_count(&w->s.node[SIM_A]), 0);
+	for (int i = 0, k = 0; i < N; i++) {
+		if (op[i] == 0) {
+			IWSIM_EXPECT_WC(w, SIM_B, 5000 + (uint64_t)k, IBV_WC_SUCCESS, IBV_WC_RECV,
+					len[i]);
+			k++;
+		}
+	}
+	CHECK_EQ(cq_count(&w->s.node[SIM_B]), 0);
+	CHECK_EQ(cnt(w, SIM_A)[IW_CNT_rx_payload_copied], 0);
+	CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_payload_copied], 0);
+	iwsim_fini(w);
+	free(w);
+}
+
+/* Scatter/gather on both sides, inline data, and a transmit side with one iovec per call. */
+static void sgl(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *a[3], *b[4], *bw;
+	struct ibv_sge s[3];
+	struct ibv_recv_wr rw = {0};
+	struct ibv_send_wr wr = {0};
+	const struct ibv_send_wr *bad;
+	const struct ibv_recv_wr *rbad;
+	struct ibv_sge rs[4];
+	const uint32_t alen[3] = {1000, 3, 2500}, blen[4] = {7, 1500, 1, 3000};
+	uint8_t expect[3503], inl[200], inl_copy[200];
+	uint32_t off = 0;
+
+	REQUIRE(w);
+	cfg.max_iov = 1;
+	cfg.rx_seg = IWSIM_RANDOM;
+	cfg.tx_seg = IWSIM_RANDOM;
+	iwsim_init(w, seed + 300, &cfg);
+	for (int i = 0; i < 3; i++) {
+		a[i] = sim_mr_reg(&w->s.node[SIM_A], 1, alen[i], ACC_ALL);
+		sim_fill(a[i]->host, alen[i], 10 + (uint32_t)i);
+		s[i].addr = sim_va(a[i], 0);
+		s[i].length = alen[i];
+		s[i].lkey = a[i]->key;
+		memcpy(expect + off, a[i]->host, alen[i]);
+		off += alen[i];
+	}
+	for (int i = 0; i < 4; i++) {
+		b[i] = sim_mr_reg(&w->s.node[SIM_B], 1, blen[i], ACC_ALL);
+		rs[i].addr = sim_va(b[i], 0);
+		rs[i].length = blen[i];
+		rs[i].lkey = b[i]->key;
+	}
+	bw = sim_mr_reg(&w->s.node[SIM_B], 1, 8192, ACC_ALL);
+	rw.wr_id = 77;
+	rw.sg_list = rs;
+	rw.num_sge = 4;
+	REQUIRE(iw_qp_post_recv(w->qp[SIM_B], &rw, &rbad) == 0);
+	wr.wr_id = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = s;
+	wr.num_sge = 3;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	REQUIRE(iw_qp_post_send(w->qp[SIM_A], &wr, &bad, 0) == 0);
+	wr.wr_id = 2;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = sim_va(bw, 100);
+	wr.wr.rdma.rkey = bw->key;
+	REQUIRE(iw_qp_post_send(w->qp[SIM_A], &wr, &bad, 0) == 0);
+	/* Inline: the bytes are taken at post time, from a plain (unregistered) buffer. */
+	sim_fill(inl, sizeof(inl), 99);
+	memcpy(inl_copy, inl, sizeof(inl));
+	s[0].addr = (uint64_t)(uintptr_t)inl;
+	s[0].length = sizeof(inl);
+	s[0].lkey = 0;
+	wr.wr_id = 3;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr.wr.rdma.remote_addr = sim_va(bw, 5000);
+	REQUIRE(iw_qp_post_send(w->qp[SIM_A], &wr, &bad, 0) == 0);
+	memset(inl, 0, sizeof(inl));
+	iwsim_run(w, UINT64_MAX);
+	IWSIM_EXPECT_WC(w, SIM_A, 1, IBV_WC_SUCCESS, IBV_WC_SEND, off);
+	IWSIM_EXPECT_WC(w, SIM_A, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, off);
+	IWSIM_EXPECT_WC(w, SIM_A, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, sizeof(inl));
+	IWSIM_EXPECT_WC(w, SIM_B, 77, IBV_WC_SUCCESS, IBV_WC_RECV, off);
+	off = 0;
+	for (int i = 0; i < 4; i++) {
+		uint32_t n =
+		    blen[i] < sizeof(expect) - off ? blen[i] : (uint32_t)sizeof(expect) - off;
+
+		CHECK_MEM(b[i]->host, expect + off, n);
+		off += n;
+	}
+	CHECK_MEM(bw->host + 100, expect, sizeof(expect));
+	CHECK_MEM(bw->host + 5000, inl_copy, sizeof(inl));
+	CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_payload_copied], 0);
+	iwsim_fini(w);
+	free(w);
+}
+
+/* ORD holds further READs (and what follows them), FENCE waits for earlier READs. */
+static void ord_fence(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *amr, *bmr;
+
+	REQUIRE(w);
+	cfg.attr.ord = 2;
+	iwsim_init(w, seed + 400, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 65536, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 65536, ACC_ALL);
+	sim_fill(bmr->host, 65536, 5);
+	for (int i = 0; i < 5; i++)
+		REQUIRE(iwsim_post_send(w, SIM_A, (uint64_t)i, IBV_WR_RDMA_READ, amr,
+					(uint64_t)i * 4096, 4096, sim_va(bmr, (uint64_t)i * 4096),
+					bmr->key, IBV_SEND_SIGNALED, 0) == 0);
+	REQUIRE(iwsim_post_send(w, SIM_A, 9, IBV_WR_RDMA_WRITE, amr, 0, 100, sim_va(bmr, 60000),
+				bmr->key, IBV_SEND_SIGNALED | IBV_SEND_FENCE, 0) == 0);
+	w->rx_hold[SIM_B] = true;
+	iwsim_run(w, UINT64_MAX);
+	/* Only ORD Read Requests went out; nothing behind them. */
+	CHECK_EQ(cnt(w, SIM_A)[IW_CNT_tx_fpdus], 2);
+	CHECK(w->wakes[SIM_A] > 0); /* env->wake announced the work */
+	w->rx_hold[SIM_B] = false;
+	iwsim_run(w, UINT64_MAX);
+	for (int i = 0; i < 5; i++)
+		IWSIM_EXPECT_WC(w, SIM_A, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 4096);
+	IWSIM_EXPECT_WC(w, SIM_A, 9, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 100);
+	CHECK_MEM(amr->host, bmr->host, 5 * 4096);
+	CHECK_MEM(bmr->host + 60000, amr->host, 100);
+	iwsim_fini(w);
+	free(w);
+}
+
+/* Opcodes without an iWARP message, READ with more than one sink SGE, states. */
+static void posting(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct sim_mr *amr;
+	static const enum ibv_wr_opcode bad_ops[] = {
+	    IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM, IBV_WR_ATOMIC_CMP_AND_SWP,
+	    IBV_WR_ATOMIC_FETCH_AND_ADD};
+	struct ibv_sge s[2];
+	struct ibv_send_wr wr = {0}, wr2 = {0};
+	const struct ibv_send_wr *bad = NULL;
+
+	REQUIRE(w);
+	iwsim_init(w, seed + 500, NULL);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 4096, ACC_ALL);
+	for (unsigned i = 0; i < sizeof(bad_ops) / sizeof(bad_ops[0]); i++) {
+		CHECK_EQ(iwsim_post_send(w, SIM_A, 1, bad_ops[i], amr, 0, 8, 0, 1, 0, 0), -EINVAL);
+	}
+	for (int i = 0; i < 2; i++) {
+		s[i].addr = sim_va(amr, (uint64_t)i * 100);
+		s[i].length = 10;
+		s[i].lkey = amr->key;
+	}
+	/* A chain: the first is posted, the second (READ with 2 SGEs) is refused. */
+	wr.wr_id = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.sg_list = s;
+	wr.num_sge = 1;
+	wr.next = &wr2;
+	wr2 = wr;
+	wr2.wr_id = 2;
+	wr2.opcode = IBV_WR_RDMA_READ;
+	wr2.num_sge = 2;
+	wr2.next = NULL;
+	CHECK_EQ(iw_qp_post_send(w->qp[SIM_A], &wr, &bad, 0), -EINVAL);
+	CHECK(bad == &wr2);
+	/* Nothing has been sent: the posted WRITE goes to ERR with a flush. */
+	iw_qp_set_state(w->qp[SIM_A], IBV_QPS_ERR, 0);
+	IWSIM_EXPECT_WC(w, SIM_A, 1, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, -1);
+	CHECK(iw_qp_tx_finished(w->qp[SIM_A]));
+	/* Posting in ERR flushes at once. */
+	CHECK_EQ(iwsim_post_send(w, SIM_A, 3, IBV_WR_SEND, amr, 0, 8, 0, 0, 0, 0), 0);
+	IWSIM_EXPECT_WC(w, SIM_A, 3, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND, -1);
+	CHECK_EQ(iwsim_post_recv(w, SIM_A, 4, amr, 0, 8), 0);
+	IWSIM_EXPECT_WC(w, SIM_A, 4, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, -1);
+	/* RESET -> RTS starts a new stream. */
+	iw_qp_set_state(w->qp[SIM_A], IBV_QPS_RESET, 0);
+	CHECK_EQ(iwsim_post_send(w, SIM_A, 5, IBV_WR_SEND, amr, 0, 8, 0, 0, 0, 0), -EINVAL);
+	iw_qp_set_state(w->qp[SIM_A], IBV_QPS_INIT, 0);
+	iw_qp_set_state(w->qp[SIM_A], IBV_QPS_RTR, 0);
+	iw_qp_set_state(w->qp[SIM_A], IBV_QPS_RTS, 0);
+	CHECK(!iw_qp_tx_finished(w->qp[SIM_A]));
+	CHECK_EQ(iw_qp_state(w->qp[SIM_A]), IBV_QPS_RTS);
+	iwsim_fini(w);
+	free(w);
+}
+
+/* B receives through an SRQ. */
+static void srq(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct eng_rq rq;
+	struct sim_mr *amr, *bmr;
+
+	REQUIRE(w);
+	REQUIRE(eng_rq_init(&rq, 16, 4, true) == 0);
+	cfg.srq_b = &rq;
+	iwsim_init(w, seed + 600, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 8192, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 8192, ACC_ALL);
+	sim_fill(amr->host, 8192, 3);
+	for (int i = 0; i < 3; i++) {
+		struct ibv_sge s = {sim_va(bmr, (uint64_t)i * 2048), 2048, bmr->key};
+		struct ibv_recv_wr rw = {0};
+		const struct ibv_recv_wr *rbad;
+
+		rw.wr_id = 40 + (uint64_t)i;
+		rw.sg_list = &s;
+		rw.num_sge = 1;
+		REQUIRE(eng_rq_post(&rq, &rw, &rbad) == 0);
+		REQUIRE(iwsim_post_send(w, SIM_A, (uint64_t)i, IBV_WR_SEND, amr, (uint64_t)i * 2048,
+					2000, 0, 0, IBV_SEND_SIGNALED, 0) == 0);
+	}
+	CHECK_EQ(iwsim_post_recv(w, SIM_B, 1, bmr, 0, 8), -EINVAL);
+	iwsim_run(w, UINT64_MAX);
+	for (int i = 0; i < 3; i++) {
+		IWSIM_EXPECT_WC(w, SIM_A, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_SEND, 2000);
+		IWSIM_EXPECT_WC(w, SIM_B, 40 + (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RECV, 2000);
+	}
+	for (int i = 0; i < 3; i++)
+		CHECK_MEM(bmr->host + i * 2048, amr->host + i * 2048, 2000);
+	CHECK_EQ(eng_rq_count(&rq), 0);
+	iwsim_fini(w);
+	eng_rq_fini(&rq);
+	free(w);
+}
+
+/* The MPA exchange's RTR Read (iw_conn.h, RFC 6581): MSNs continue after it, its silent ORQ
+ * entry holds an ORD slot until the zero-length Read Response, which completes nothing. */
+static void rtr(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *amr, *bmr;
+	const uint32_t used[IW_QN__COUNT] = {0, 1, 0};
+	struct iw_fpdu f = {0};
+	uint8_t out[64], tmp[256];
+	size_t used_bytes = 0;
+	int n;
+
+	REQUIRE(w);
+	cfg.attr.ord = 1;
+	iwsim_init(w, seed + 700, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 4096, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 4096, ACC_ALL);
+	sim_fill(bmr->host, 4096, 8);
+	CHECK_EQ(iw_qp_set_rtr(w->qp[SIM_A], used, NULL, true), 0);
+	CHECK_EQ(iw_qp_set_rtr(w->qp[SIM_B], NULL, used, false), 0);
+	REQUIRE(iwsim_post_send(w, SIM_A, 1, IBV_WR_RDMA_READ, amr, 0, 3000, sim_va(bmr, 0),
+				bmr->key, IBV_SEND_SIGNALED, 0) == 0);
+	CHECK_EQ(iwsim_drain_tx(w->qp[SIM_A], tmp, sizeof(tmp)), 0); /* ORD 1 is taken */
+	iw_hdr_init(&f.hdr, IW_OP_READ_RESP);
+	n = iw_fpdu_encode(&f, false, out, sizeof(out));
+	REQUIRE(n > 0);
+	CHECK_EQ(iw_qp_rx_bytes(w->qp[SIM_A], out, (size_t)n, &used_bytes, 0), 0);
+	CHECK_EQ(cq_count(&w->s.node[SIM_A]), 0);
+	CHECK_EQ(iw_qp_set_rtr(w->qp[SIM_A], NULL, NULL, false), -EINVAL); /* too late */
+	iwsim_run(w, UINT64_MAX);
+	IWSIM_EXPECT_WC(w, SIM_A, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 3000);
+	CHECK_MEM(amr->host, bmr->host, 3000);
+	CHECK_EQ(iw_qp_state(w->qp[SIM_B]), IBV_QPS_RTS);
+	iwsim_fini(w);
+	free(w);
+}
+
+int main(void)
+{
+	clock_t t0 = clock();
+
+	seed = check_seed(20241202);
+	posting();
+	sgl();
+	ord_fence();
+	srq();
+	rtr();
+	batch();
+	matrix();
+	big();
+	fprintf(stderr, "%.2f s cpu\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+	return check_exit();
+}
