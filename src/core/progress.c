@@ -152,6 +152,9 @@ void core_qp_detach(struct core_ctx *c, uint32_t qpn)
 	struct core_qp *s = slot_of(c, qpn);
 	if (!s || !s->qp)
 		return;
+	/* What is due goes out first: ACKs that a poll deferred (core_poll_cq) are owed to
+	 * the peer, whose requests would otherwise be retried against a QP that is gone. */
+	core_flush(c);
 	if (s->has_path)
 		io_udp_sport_put(io_of(c, s->path.ipv6), s->sport_ref);
 	/* Unlink from the run list. */
@@ -770,6 +773,9 @@ void core_ctx_destroy(struct core_ctx *c)
 {
 	if (!c)
 		return;
+	core_lock(c);
+	core_flush(c); /* deferred ACKs (core_poll_cq) */
+	core_unlock(c);
 	if (c->has_thread) {
 		atomic_store(&c->stop, true);
 		uint64_t one = 1;
