@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 	} else {
 		struct ibv_wc wc = wait_one(cq);
 		if (wc.opcode != IBV_WC_RECV || wc.byte_len != size) {
-			fprintf(stderr, "peer_host: receive completion opcode %d, %u bytes\n",
+			fprintf(stderr, "server: receive completion opcode %d, %u bytes\n",
 				wc.opcode, wc.byte_len);
 			failed = 1;
 		}
@@ -378,11 +378,11 @@ int main(int argc, char **argv)
 		uint64_t v;
 		memcpy(&v, buf + region(R_ATOMIC), 8);
 		if (v != 205) {
-			fprintf(stderr, "peer_host: atomic target is %llu, expected 205\n",
+			fprintf(stderr, "server: atomic target is %llu, expected 205\n",
 				(unsigned long long)v);
 			failed = 1;
 		} else {
-			printf("peer_host: atomic target is 205 after CMP_SWAP and FETCH_ADD\n");
+			printf("server: atomic target is 205 after CMP_SWAP and FETCH_ADD\n");
 		}
 	}
 	char mine = failed ? 'F' : 'P', theirs;
