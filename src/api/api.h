@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "core/core.h"
+#include "core/iw_progress.h"
 #include "engine/eng.h"
 #include "obj/obj.h"
 
@@ -28,6 +29,7 @@ struct sr_device {
 	uint8_t gid[SR_MAX_GID][16];
 	int ngid;
 	int first_v4; /* index of the first IPv4-mapped GID, -1 if none */
+	bool iwarp;   /* iwarp_<ifname>: RDMAP/DDP/MPA over TCP (iw_verbs.c) */
 	struct sr_device *next;
 };
 
@@ -43,6 +45,7 @@ struct sr_context {
 	struct ibv_async_event async[SR_ASYNC_RING];
 	uint32_t async_head, async_tail;
 	int async_wfd;
+	struct iwp *iwp; /* iWARP devices: the TCP connections and their progress */
 };
 
 struct sr_pd {
@@ -80,6 +83,7 @@ struct sr_qp {
 	struct ibv_qp_attr attr; /* every attribute set so far */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
+	struct iw_qp *iqp; /* iWARP devices: the QP engine (eqp is NULL then) */
 };
 
 static inline struct sr_context *sr_ctx(struct ibv_context *c)
@@ -91,6 +95,13 @@ static inline struct sr_context *sr_ctx(struct ibv_context *c)
 struct sr_device *sr_device_list(int *n);
 int sr_device_query_gid(const struct sr_device *dev, int index, uint8_t gid[16]);
 bool sr_gid_is_v4(const uint8_t gid[16]);
+
+/* iw_verbs.c: the iWARP side of the verbs calls (contexts of devices with dev->iwarp). */
+int sr_iw_open(struct sr_context *ctx);
+void sr_iw_close(struct sr_context *ctx);
+struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
+int sr_iw_destroy_qp(struct sr_qp *qp);
+int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask);
 
 /* async events (verbs.c): queue one, under the core lock. */
 void sr_async_push(struct sr_context *ctx, const struct ibv_async_event *ev);

@@ -1,7 +1,8 @@
 /* Devices, contexts and queries: one RoCEv2 device per network interface that has an IPv4
- * address (lo included), named roce_<interface>. GID table: the interface's IPv4 addresses
- * as IPv4-mapped IPv6, then its IPv6 addresses, all RoCEv2 GIDs (DESIGN.md "Devices and
- * addressing"). */
+ * address (lo included), named roce_<interface>, and next to each an iWARP device,
+ * iwarp_<interface>, with the same GID table (iWARP addresses peers by IP). GID table: the
+ * interface's IPv4 addresses as IPv4-mapped IPv6, then its IPv6 addresses, all RoCEv2 GIDs
+ * (DESIGN.md "Devices and addressing"). */
 #define _GNU_SOURCE
 #include "api/api.h"
 
@@ -50,9 +51,46 @@ static enum ibv_mtu mtu_from_netdev(unsigned mtu)
 static struct sr_device *find_device(const char *ifname)
 {
 	for (struct sr_device *d = devices; d; d = d->next)
-		if (strcmp(d->ifname, ifname) == 0)
+		if (!d->iwarp && strcmp(d->ifname, ifname) == 0)
 			return d;
 	return NULL;
+}
+
+/* Gives every RoCE device an iWARP twin right after it (created once, refreshed at every
+ * scan: the twin's addresses are the RoCE device's, so the two never disagree). */
+static void add_iwarp_twins(void)
+{
+	for (struct sr_device *d = devices; d; d = d->next) {
+		if (d->iwarp)
+			continue;
+		struct sr_device *t = d->next;
+		if (!t || !t->iwarp || strcmp(t->ifname, d->ifname) != 0) {
+			t = calloc(1, sizeof(*t));
+			if (!t)
+				return;
+			snprintf(t->ifname, sizeof(t->ifname), "%s", d->ifname);
+			t->iwarp = true;
+			t->ibdev.node_type = IBV_NODE_RNIC;
+			t->ibdev.transport_type = IBV_TRANSPORT_IWARP;
+			snprintf(t->ibdev.name, sizeof(t->ibdev.name), "iwarp_%s", d->ifname);
+			snprintf(t->ibdev.dev_name, sizeof(t->ibdev.dev_name), "softrdma_iw_%s",
+				 d->ifname);
+			snprintf(t->ibdev.dev_path, sizeof(t->ibdev.dev_path),
+				 "/nonexistent/softrdma/%s", t->ibdev.name);
+			snprintf(t->ibdev.ibdev_path, sizeof(t->ibdev.ibdev_path),
+				 "/nonexistent/softrdma/%s", t->ibdev.name);
+			t->next = d->next;
+			d->next = t;
+		}
+		t->netdev_mtu = d->netdev_mtu;
+		t->max_mtu = d->max_mtu;
+		/* A distinct GUID: tools key devices by it. */
+		t->guid = d->guid ^ htobe64(1ull << 57);
+		memcpy(t->gid, d->gid, sizeof(t->gid));
+		t->ngid = d->ngid;
+		t->first_v4 = d->first_v4;
+		d = t;
+	}
 }
 
 static void add_gid(struct sr_device *d, const uint8_t gid[16])
@@ -156,6 +194,7 @@ struct sr_device *sr_device_list(int *n)
 {
 	pthread_mutex_lock(&devices_lock);
 	scan_interfaces();
+	add_iwarp_twins();
 	int count = 0;
 	for (struct sr_device *d = devices; d; d = d->next)
 		count++;
@@ -236,6 +275,15 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
+	if (dev->iwarp) {
+		/* As siw: no atomics (RFC 7306 is not implemented), ORD/IRD from the engine. */
+		a->device_cap_flags = IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_SYS_IMAGE_GUID;
+		a->max_sge_rd = IW_MAX_SGE_RD;
+		a->max_qp_rd_atom = IW_MAX_ORD;
+		a->max_qp_init_rd_atom = IW_MAX_ORD;
+		a->max_res_rd_atom = (CORE_MAX_QP - 1) * IW_MAX_IRD;
+		a->atomic_cap = IBV_ATOMIC_NONE;
+	}
 	return 0;
 }
 
@@ -308,7 +356,8 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port, uint32_t index
 	memcpy(entry->gid.raw, dev->gid[index], 16);
 	entry->gid_index = index;
 	entry->port_num = 1;
-	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	/* iWARP GIDs are plain addresses (siw reports them as IB type). */
+	entry->gid_type = dev->iwarp ? IBV_GID_TYPE_IB : IBV_GID_TYPE_ROCE_V2;
 	entry->ndev_ifindex = if_nametoindex(dev->ifname);
 	return 0;
 }
@@ -388,6 +437,14 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_port = query_port_op;
 	ctx->vctx.query_device_ex = query_device_ex;
 	sr_fill_ops(ctx);
+	if (dev->iwarp) {
+		ret = sr_iw_open(ctx); /* binds nothing either: listen/connect do */
+		if (ret < 0) {
+			core_ctx_destroy(ctx->core);
+			pthread_mutex_destroy(&ic->mutex);
+			goto close_pipe;
+		}
+	}
 	return ic;
 
 close_pipe:
@@ -409,6 +466,8 @@ int ibv_close_device(struct ibv_context *context)
 		core_dump_counters(ctx->core, stderr);
 		core_unlock(ctx->core);
 	}
+	if (ctx->iwp)
+		sr_iw_close(ctx);
 	core_ctx_destroy(ctx->core);
 	close(context->async_fd);
 	close(ctx->async_wfd);

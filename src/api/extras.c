@@ -46,9 +46,15 @@ int softrdma_query_qp_counters(struct ibv_qp *ibqp, struct softrdma_counter *out
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct collect c = {.out = out, .max = max};
 	core_lock(qp->ctx->core);
-	const uint64_t *v = eng_qp_counters(qp->eqp);
-	for (int i = 0; i < ENG_CNT__COUNT; i++)
-		collect_one(&c, eng_counter_names[i], v[i]);
+	if (qp->iqp) { /* iWARP: the iWARP engine's own counters */
+		const uint64_t *v = iw_qp_counters(qp->iqp);
+		for (int i = 0; i < IW_CNT__COUNT; i++)
+			collect_one(&c, iw_counter_names[i], v[i]);
+	} else {
+		const uint64_t *v = eng_qp_counters(qp->eqp);
+		for (int i = 0; i < ENG_CNT__COUNT; i++)
+			collect_one(&c, eng_counter_names[i], v[i]);
+	}
 	core_unlock(qp->ctx->core);
 	return c.n;
 }

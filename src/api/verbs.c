@@ -361,6 +361,8 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	int ret = EINVAL;
 	if (!pd || !init || !init->send_cq || !init->recv_cq)
 		goto fail;
+	if (sr_ctx(pd->context)->dev->iwarp)
+		return sr_iw_create_qp(pd, init);
 	if (init->qp_type != IBV_QPT_RC) {
 		ret = EOPNOTSUPP; /* UC and UD come with the ABI work (issue 4) */
 		goto fail;
@@ -468,6 +470,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct sr_context *ctx = qp->ctx;
+	if (qp->iqp)
+		return sr_iw_destroy_qp(qp);
 	core_lock(ctx->core);
 	if (getenv("SOFTRDMA_STATS"))
 		core_dump_qp_counters(ctx->core, qp->eqp, stderr);
@@ -554,6 +558,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	struct sr_context *ctx = qp->ctx;
 	if (!attr)
 		return EINVAL;
+	if (qp->iqp)
+		return sr_iw_modify_qp(qp, attr, mask);
 	core_lock(ctx->core);
 	enum ibv_qp_state cur = eng_qp_state(qp->eqp);
 	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
@@ -632,7 +638,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	(void)mask; /* everything is cheap to report */
 	core_lock(qp->ctx->core);
 	*attr = qp->attr;
-	attr->qp_state = eng_qp_state(qp->eqp);
+	attr->qp_state = qp->iqp ? iw_qp_state(qp->iqp) : eng_qp_state(qp->eqp);
 	attr->cur_qp_state = attr->qp_state;
 	attr->cap = qp->cap;
 	core_unlock(qp->ctx->core);

@@ -51,6 +51,8 @@ void core_ctx_destroy(struct core_ctx *c);
 
 void core_lock(struct core_ctx *c);
 void core_unlock(struct core_ctx *c);
+/* Takes the lock if it is free (progress threads never make the application wait). */
+bool core_trylock(struct core_ctx *c);
 
 /* QPNs of this context are (slot << 16) | n, so the kernel steers their packets to this
  * process (io/io.h). */

@@ -106,6 +106,11 @@ void core_unlock(struct core_ctx *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+bool core_trylock(struct core_ctx *c)
+{
+	return pthread_mutex_trylock(&c->lock) == 0;
+}
+
 uint32_t core_qpn_base(const struct core_ctx *c)
 {
 	return c->qpn_base;

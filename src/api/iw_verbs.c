@@ -1,0 +1,327 @@
+/* The verbs calls on iWARP devices (iwarp_<ifname>): QPs run the iWARP engine
+ * (engine/iw_eng.h) over TCP connections that core/iw_progress.c owns. Everything that is not
+ * QP-specific (PD, MR, CQ, SRQ, completion channels, async events) is shared with RoCE.
+ *
+ * Connections: real iWARP makes them with rdma_cm. Until softrdma has it, the internal calls
+ * of softrdma.h (softrdma_iw_listen / _accept / _connect) do: they run TCP and the MPA
+ * exchange and take the QP from INIT to RTS. So ibv_modify_qp allows only RESET -> INIT,
+ * INIT -> INIT and any -> ERR / RESET here; an explicit move to RTR / RTS is EINVAL (the
+ * DESIGN's auto-connect at RTR / RTS is a later step). */
+#define _GNU_SOURCE
+#include "api/api.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "softrdma.h"
+
+/* ---- ops and engine callbacks ---- */
+
+static int iw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct sr_cq *cq = (struct sr_cq *)ibcq;
+	struct sr_context *ctx = cq->ctx;
+	if (num_entries < 0)
+		return -1;
+	iwp_note_app(ctx->iwp);
+	core_lock(ctx->core);
+	/* Moves bytes on this thread (DESIGN.md decision 4), as RoCE does. */
+	int n = iwp_poll_cq(ctx->iwp, &cq->ecq, num_entries, wc);
+	core_unlock(ctx->core);
+	return n;
+}
+
+static int iw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	struct sr_context *ctx = qp->ctx;
+	iwp_note_app(ctx->iwp);
+	core_lock(ctx->core);
+	int ret = iw_qp_post_send(qp->iqp, wr, (const struct ibv_send_wr **)bad, core_now_ns());
+	/* Into the socket right away, on the caller's thread: no hand-off on the latency path. */
+	iwp_flush(ctx->iwp);
+	core_unlock(ctx->core);
+	return -ret;
+}
+
+static int iw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	struct sr_context *ctx = qp->ctx;
+	core_lock(ctx->core);
+	int ret = iw_qp_post_recv(qp->iqp, wr, (const struct ibv_recv_wr **)bad);
+	core_unlock(ctx->core);
+	return -ret;
+}
+
+/* The loop visits every connection at each pass, so a QP with new output needs no queueing:
+ * post_send flushes it and the progress thread's next pass sends what input caused. */
+static void iw_env_wake(void *c, struct eng_qp *qp)
+{
+	(void)c;
+	(void)qp;
+}
+
+static void iw_env_event(void *c, struct eng_qp *eqp, enum ibv_event_type type)
+{
+	struct sr_context *ctx = c;
+	struct sr_qp *qp = iw_qp_user(iw_qp_from_env(eqp));
+	struct ibv_async_event ev = {.element.qp = &qp->ibqp, .event_type = type};
+	sr_async_push(ctx, &ev);
+}
+
+int sr_iw_open(struct sr_context *ctx)
+{
+	int ret = iwp_create(ctx->core, &ctx->iwp);
+	if (ret < 0)
+		return ret;
+	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
+	ops->poll_cq = iw_poll_cq;
+	ops->post_send = iw_post_send;
+	ops->post_recv = iw_post_recv;
+	ctx->env.wake = iw_env_wake;
+	ctx->env.event = iw_env_event;
+	return 0;
+}
+
+void sr_iw_close(struct sr_context *ctx)
+{
+	iwp_destroy(ctx->iwp);
+	ctx->iwp = NULL;
+}
+
+/* ---- queue pairs ---- */
+
+struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	int ret = EINVAL;
+	if (init->qp_type != IBV_QPT_RC) {
+		ret = EOPNOTSUPP; /* iWARP is connected only (siw: RC only) */
+		goto fail;
+	}
+	struct ibv_qp_cap *cap = &init->cap;
+	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > IW_MAX_SGE ||
+	    cap->max_inline_data > ENG_MAX_INLINE ||
+	    (!init->srq && (cap->max_recv_wr > SR_MAX_QP_WR || cap->max_recv_sge > IW_MAX_SGE)))
+		goto fail;
+	if (init->send_cq->context != pd->context || init->recv_cq->context != pd->context ||
+	    (init->srq && init->srq->context != pd->context))
+		goto fail;
+	struct sr_context *ctx = sr_ctx(pd->context);
+	struct sr_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		ret = ENOMEM;
+		goto fail;
+	}
+	cap->max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1;
+	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+	cap->max_inline_data = ENG_MAX_INLINE;
+	if (init->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	} else {
+		cap->max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1;
+		cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	}
+
+	core_lock(ctx->core);
+	uint32_t n = 1;
+	while (n < CORE_MAX_QP && ctx->qpn_used[n])
+		n++;
+	if (n == CORE_MAX_QP) {
+		core_unlock(ctx->core);
+		free(qp);
+		ret = ENOMEM;
+		goto fail;
+	}
+	/* No UDP socket, no steering slot: the QPN only names the QP locally. */
+	uint32_t qpn = core_qpn_base(ctx->core) | n;
+	struct eng_qp_init ei = {
+	    .type = IBV_QPT_RC,
+	    .qpn = qpn,
+	    .pd = pd->handle,
+	    .max_send_wr = cap->max_send_wr,
+	    .max_send_sge = cap->max_send_sge,
+	    .max_inline = cap->max_inline_data,
+	    .max_recv_wr = cap->max_recv_wr,
+	    .max_recv_sge = cap->max_recv_sge,
+	    .srq = init->srq ? &((struct sr_srq *)init->srq)->erq : NULL,
+	    .send_cq = &((struct sr_cq *)init->send_cq)->ecq,
+	    .recv_cq = &((struct sr_cq *)init->recv_cq)->ecq,
+	    .sq_sig_all = init->sq_sig_all != 0,
+	    .user = qp,
+	};
+	int r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
+	if (r < 0) {
+		core_unlock(ctx->core);
+		free(qp);
+		ret = -r;
+		goto fail;
+	}
+	ctx->qpn_used[n] = 1;
+	core_unlock(ctx->core);
+
+	qp->ctx = ctx;
+	qp->cap = *cap;
+	qp->sq_sig_all = init->sq_sig_all != 0;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = ctx->dev->max_mtu;
+	qp->attr.cap = *cap;
+	qp->ibqp.context = pd->context;
+	qp->ibqp.qp_context = init->qp_context;
+	qp->ibqp.pd = pd;
+	qp->ibqp.send_cq = init->send_cq;
+	qp->ibqp.recv_cq = init->recv_cq;
+	qp->ibqp.srq = init->srq;
+	qp->ibqp.handle = qpn;
+	qp->ibqp.qp_num = qpn;
+	qp->ibqp.state = IBV_QPS_RESET;
+	qp->ibqp.qp_type = init->qp_type;
+	pthread_mutex_init(&qp->ibqp.mutex, NULL);
+	pthread_cond_init(&qp->ibqp.cond, NULL);
+	return &qp->ibqp;
+fail:
+	errno = ret;
+	return NULL;
+}
+
+int sr_iw_destroy_qp(struct sr_qp *qp)
+{
+	struct sr_context *ctx = qp->ctx;
+	core_lock(ctx->core);
+	iwp_qp_detach(ctx->iwp, qp->iqp);
+	iw_qp_destroy(qp->iqp);
+	ctx->qpn_used[qp->ibqp.qp_num & 0xFFFF] = 0;
+	core_unlock(ctx->core);
+	pthread_mutex_destroy(&qp->ibqp.mutex);
+	pthread_cond_destroy(&qp->ibqp.cond);
+	free(qp);
+	return 0;
+}
+
+int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	struct sr_context *ctx = qp->ctx;
+	core_lock(ctx->core);
+	enum ibv_qp_state cur = iw_qp_state(qp->iqp);
+	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	int ret = 0;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
+		ret = EINVAL;
+	/* RTR / RTS come from softrdma_iw_accept / _connect; attributes of a connected QP are
+	 * the connection's (MPA negotiated them). */
+	if (next != IBV_QPS_INIT && next != IBV_QPS_ERR && next != IBV_QPS_RESET)
+		ret = EINVAL;
+	if (!ret && obj_qp_check_modify(qp->ibqp.qp_type, cur, next, mask) < 0)
+		ret = EINVAL;
+	if (!ret && (((mask & IBV_QP_PORT) && attr->port_num != 1) ||
+		     ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0) ||
+		     ((mask & IBV_QP_ACCESS_FLAGS) &&
+		      (attr->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						 IBV_ACCESS_REMOTE_READ)))))
+		ret = EINVAL; /* no remote atomics on iWARP */
+	if (ret)
+		goto unlock;
+	if (mask & IBV_QP_ACCESS_FLAGS) {
+		struct iw_qp_attr a;
+		iw_qp_get_attr(qp->iqp, &a);
+		a.access = attr->qp_access_flags;
+		if (iw_qp_set_attr(qp->iqp, &a) < 0) {
+			ret = EINVAL;
+			goto unlock;
+		}
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	}
+	if (mask & IBV_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (mask & IBV_QP_STATE) {
+		iw_qp_set_state(qp->iqp, next, core_now_ns());
+		/* Leaving the stream: the peer sees a reset and flushes too. */
+		if (next == IBV_QPS_ERR || next == IBV_QPS_RESET)
+			iwp_qp_detach(ctx->iwp, qp->iqp);
+		qp->attr.qp_state = next;
+		qp->ibqp.state = next;
+	}
+unlock:
+	core_unlock(ctx->core);
+	return ret;
+}
+
+/* ---- the internal connection API (softrdma.h) ---- */
+
+static struct sr_qp *iw_qp_of(struct ibv_qp *ibqp)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	return ibqp && qp->iqp ? qp : NULL;
+}
+
+/* Handshake codes (-IW_E_*, a malformed MPA frame) are no errnos: EPROTO stands for them. */
+static int to_errno(int r)
+{
+	return iw_is_err(r) ? EPROTO : -r;
+}
+
+static void mark_connected(struct sr_qp *qp)
+{
+	core_lock(qp->ctx->core);
+	qp->attr.qp_state = iw_qp_state(qp->iqp);
+	qp->ibqp.state = qp->attr.qp_state;
+	core_unlock(qp->ctx->core);
+}
+
+int softrdma_iw_listen(struct ibv_context *context, uint16_t port)
+{
+	if (!context || !sr_ctx(context)->iwp) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct sr_context *ctx = sr_ctx(context);
+	int r = iwp_listen(ctx->iwp, ctx->dev->gid[ctx->dev->first_v4], port);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return r;
+}
+
+int softrdma_iw_accept(struct ibv_qp *ibqp, int timeout_ms)
+{
+	struct sr_qp *qp = iw_qp_of(ibqp);
+	if (!qp) {
+		errno = EINVAL;
+		return -1;
+	}
+	int r = iwp_accept(qp->ctx->iwp, qp->iqp, timeout_ms);
+	if (r < 0) {
+		errno = to_errno(r);
+		return -1;
+	}
+	mark_connected(qp);
+	return 0;
+}
+
+int softrdma_iw_connect(struct ibv_qp *ibqp, const char *ip, uint16_t port, int timeout_ms)
+{
+	struct sr_qp *qp = iw_qp_of(ibqp);
+	uint8_t addr[16] = {0};
+	if (!qp || !ip) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* IPv4 as IPv4-mapped IPv6, as io/tcp.h takes it. */
+	addr[10] = addr[11] = 0xff;
+	if (inet_pton(AF_INET, ip, addr + 12) != 1 && inet_pton(AF_INET6, ip, addr) != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	int r = iwp_connect(qp->ctx->iwp, qp->iqp, addr, port, timeout_ms);
+	if (r < 0) {
+		errno = to_errno(r);
+		return -1;
+	}
+	mark_connected(qp);
+	return 0;
+}

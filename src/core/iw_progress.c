@@ -1,0 +1,642 @@
+/* The iWARP progress loop and connection set-up (iw_progress.h). */
+#define _GNU_SOURCE
+#include "core/iw_progress.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/iw_conn.h"
+#include "io/tcp.h"
+
+/* recv / send calls per connection and pass: bounded so that one busy stream cannot hold the
+ * lock (and the other connections) for long; the caller comes back when there is more. */
+#define RX_BUDGET 256
+#define TX_BUDGET 256
+/* As progress.c: the application counts as active for this long after a post or poll, and the
+ * thread naps (growing to NAP_MAX_NS) instead of competing with it for the lock. */
+#define APP_GRACE_NS 20000ull
+#define NAP_MAX_NS   1000000ull
+/* The thread's longest sleep: iWARP has no timers, this only bounds a lost wake-up. */
+#define WAIT_MS 20
+/* The handshake polls at least this often (its own deadline may be earlier). */
+#define HS_POLL_MS 50
+#define HS_BUF	   2048
+
+enum conn_phase {
+	PH_OPEN,     /* the QP owns the stream */
+	PH_DRAINING, /* our last bytes (a Terminate) are out and writing is shut down: input is
+			discarded until the peer closes, so that it reads those bytes before a
+			reset (closing with unread input would send one) */
+};
+
+struct iwp_conn {
+	struct iw_qp *qp;
+	struct io_tcp_conn *tcp;
+	uint8_t phase;
+	bool dead;	 /* the connection failed: close it */
+	bool tx_blocked; /* the socket buffer is full: wait for EPOLLOUT */
+	bool more;	 /* a budget ran out: come back at once */
+	bool in_epoll;
+	uint32_t events; /* epoll interest registered */
+	struct iwp_conn *next;
+};
+
+struct iwp {
+	struct core_ctx *core;
+	pthread_mutex_t accept_lock; /* one iwp_accept at a time uses the listener */
+	struct io_tcp_listener *lis;
+	struct iwp_conn *conns;
+	int epfd, kickfd;
+	pthread_t thread;
+	bool has_thread;
+	atomic_bool stop;
+	_Atomic uint64_t last_app;
+	uint8_t discard[4096];
+};
+
+int iwp_create(struct core_ctx *core, struct iwp **out)
+{
+	struct iwp *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->core = core;
+	p->epfd = p->kickfd = -1;
+	pthread_mutex_init(&p->accept_lock, NULL);
+	*out = p;
+	return 0;
+}
+
+void iwp_note_app(struct iwp *p)
+{
+	atomic_store_explicit(&p->last_app, core_now_ns(), memory_order_relaxed);
+}
+
+/* ---- the data path (under the lock) ---- */
+
+static void set_events(struct iwp *p, struct iwp_conn *k, uint32_t ev)
+{
+	if (!k->in_epoll || ev == k->events)
+		return;
+	struct epoll_event e = {.events = ev, .data.ptr = NULL};
+	epoll_ctl(p->epfd, EPOLL_CTL_MOD, io_tcp_fd(k->tcp), &e);
+	k->events = ev;
+}
+
+static void conn_free(struct iwp *p, struct iwp_conn *k, bool reset)
+{
+	if (k->in_epoll)
+		epoll_ctl(p->epfd, EPOLL_CTL_DEL, io_tcp_fd(k->tcp), NULL);
+	if (reset)
+		io_tcp_abort(k->tcp);
+	else
+		io_tcp_close(k->tcp);
+	free(k);
+}
+
+/* The transport is gone (reset, close, failure): every outstanding WR is flushed. */
+static void conn_lost(struct iwp_conn *k, uint64_t now)
+{
+	k->dead = true;
+	if (iw_qp_state(k->qp) != IBV_QPS_ERR)
+		iw_qp_set_state(k->qp, IBV_QPS_ERR, now);
+}
+
+static bool conn_rx(struct iwp_conn *k, uint64_t now)
+{
+	bool did = false;
+	for (int i = 0; i < RX_BUDGET; i++) {
+		void *dst;
+		size_t len;
+		if (iw_qp_rx_want(k->qp, &dst, &len) < 0)
+			return did; /* the QP takes no more bytes (ERR) */
+		/* Straight into the place the engine validated: registered memory for payload. */
+		ssize_t r = io_tcp_recv(k->tcp, dst, len);
+		if (r == -EAGAIN)
+			return did;
+		did = true;
+		if (r < 0) {
+			conn_lost(k, now);
+			return did;
+		}
+		int e = iw_qp_rx_done(k->qp, (size_t)r, now);
+		if (e == -ECONNRESET) { /* a Terminate from the peer: it closes too */
+			k->dead = true;
+			return did;
+		}
+		if (e < 0)
+			return did; /* -EPROTO: our Terminate is queued, the tx side sends it */
+	}
+	k->more = true;
+	return did;
+}
+
+static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
+{
+	bool did = false;
+	*idle = false;
+	k->tx_blocked = false;
+	for (int i = 0; i < TX_BUDGET; i++) {
+		struct iovec iov[IW_TX_MAX_IOV];
+		int n = iw_qp_tx_want(k->qp, now, iov, IW_TX_MAX_IOV);
+		if (n <= 0) {
+			*idle = true;
+			return did;
+		}
+		size_t offered = 0;
+		for (int j = 0; j < n; j++)
+			offered += iov[j].iov_len;
+		/* The kernel copies the bytes now, under the lock, so the MRs they point into
+		 * cannot go away meanwhile (iw_eng.h "Threads"). */
+		ssize_t r = io_tcp_sendv(k->tcp, iov, n);
+		if (r == -EAGAIN) {
+			k->tx_blocked = true;
+			return did;
+		}
+		if (r < 0) {
+			conn_lost(k, now);
+			return true;
+		}
+		iw_qp_tx_done(k->qp, (size_t)r);
+		did = true;
+		if ((size_t)r < offered) {
+			k->tx_blocked = true;
+			return did;
+		}
+	}
+	k->more = true;
+	return did;
+}
+
+/* Discards input after our Terminate; true once the peer has closed. */
+static bool conn_drain(struct iwp *p, struct iwp_conn *k)
+{
+	for (int i = 0; i < RX_BUDGET; i++) {
+		ssize_t r = io_tcp_recv(k->tcp, p->discard, sizeof(p->discard));
+		if (r == -EAGAIN)
+			return false;
+		if (r < 0)
+			return true;
+	}
+	k->more = true;
+	return false;
+}
+
+/* One pass over one connection. Returns true if it did anything; *gone if k was freed. */
+static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, bool *gone)
+{
+	bool did = false, idle = false;
+	*gone = false;
+	k->more = false;
+	if (k->phase == PH_DRAINING) {
+		if (conn_drain(p, k) || k->dead) {
+			conn_free(p, k, false);
+			*gone = true;
+			return true;
+		}
+		return false;
+	}
+	if (rx && !k->dead)
+		did |= conn_rx(k, now);
+	if (!k->dead)
+		did |= conn_tx(k, now, &idle);
+	if (k->dead) {
+		conn_free(p, k, false);
+		*gone = true;
+		return true;
+	}
+	if (iw_qp_state(k->qp) == IBV_QPS_ERR) {
+		/* Our Terminate (if any) is out: end the stream gracefully. A QP with nothing
+		 * left to send counts as finished too, so that a wait for writability that can
+		 * never be satisfied usefully does not spin. */
+		if (iw_qp_tx_finished(k->qp) || (idle && !k->tx_blocked)) {
+			io_tcp_shutdown(k->tcp);
+			k->phase = PH_DRAINING;
+			set_events(p, k, EPOLLIN);
+			return true;
+		}
+		set_events(p, k, EPOLLOUT);
+		return did;
+	}
+	set_events(p, k, EPOLLIN | (k->tx_blocked ? EPOLLOUT : 0u));
+	return did;
+}
+
+static bool run_all(struct iwp *p, bool rx)
+{
+	uint64_t now = core_now_ns();
+	bool did = false;
+	struct iwp_conn **pp = &p->conns;
+	while (*pp) {
+		struct iwp_conn *k = *pp, *next = k->next;
+		bool gone;
+		did |= conn_run(p, k, rx, now, &gone);
+		if (gone) {
+			*pp = next;
+			continue;
+		}
+		did |= k->more;
+		pp = &k->next;
+	}
+	return did;
+}
+
+bool iwp_progress(struct iwp *p)
+{
+	return run_all(p, true);
+}
+
+void iwp_flush(struct iwp *p)
+{
+	run_all(p, false);
+}
+
+int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = eng_cq_poll(cq, n, wc);
+	if (got)
+		return got;
+	run_all(p, true);
+	return eng_cq_poll(cq, n, wc);
+}
+
+void iwp_qp_detach(struct iwp *p, struct iw_qp *qp)
+{
+	for (struct iwp_conn **pp = &p->conns; *pp; pp = &(*pp)->next) {
+		struct iwp_conn *k = *pp;
+		if (k->qp == qp) {
+			*pp = k->next;
+			/* The verbs consumer tore the QP down: the peer learns it from a reset, as
+			 * from siw when a QP is destroyed with its connection up. */
+			conn_free(p, k, true);
+			return;
+		}
+	}
+}
+
+/* ---- the progress thread ---- */
+
+static void nap_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	nanosleep(&ts, NULL);
+}
+
+static void *iwp_main(void *arg)
+{
+	struct iwp *p = arg;
+	uint64_t nap = APP_GRACE_NS;
+	while (!atomic_load(&p->stop)) {
+		uint64_t now = core_now_ns();
+		uint64_t last = atomic_load_explicit(&p->last_app, memory_order_relaxed);
+		if (now - last < APP_GRACE_NS) {
+			/* The application moves the bytes itself while it polls or posts. */
+			nap_ns(nap);
+			nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
+			continue;
+		}
+		nap = APP_GRACE_NS;
+		struct epoll_event evs[16];
+		int n = epoll_wait(p->epfd, evs, 16, WAIT_MS);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == p) {
+				uint64_t v;
+				if (read(p->kickfd, &v, sizeof(v)) < 0) {
+					/* already cleared */
+				}
+			}
+		}
+		if (atomic_load(&p->stop))
+			break;
+		if (n <= 0)
+			continue;
+		/* Passive side: a WRITE / READ target that does not poll. The first pass waits
+		 * for the lock (sockets stay readable until someone reads them, so giving up
+		 * would only spin); further passes only while nobody else wants it. */
+		core_lock(p->core);
+		bool did = iwp_progress(p);
+		core_unlock(p->core);
+		for (int i = 0; did && i < 64; i++) {
+			if (!core_trylock(p->core))
+				break;
+			did = iwp_progress(p);
+			core_unlock(p->core);
+		}
+	}
+	return NULL;
+}
+
+/* Under the lock: the epoll set and the thread, at the first connection. */
+static int start_thread(struct iwp *p)
+{
+	if (p->has_thread)
+		return 0;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->epfd < 0 || p->kickfd < 0)
+		goto fail;
+	struct epoll_event e = {.events = EPOLLIN, .data.ptr = p};
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->kickfd, &e) != 0)
+		goto fail;
+	if (pthread_create(&p->thread, NULL, iwp_main, p) != 0) {
+		errno = EAGAIN;
+		goto fail;
+	}
+	p->has_thread = true;
+	return 0;
+fail:;
+	int err = -errno;
+	if (p->epfd >= 0)
+		close(p->epfd);
+	if (p->kickfd >= 0)
+		close(p->kickfd);
+	p->epfd = p->kickfd = -1;
+	return err;
+}
+
+void iwp_destroy(struct iwp *p)
+{
+	if (!p)
+		return;
+	if (p->has_thread) {
+		atomic_store(&p->stop, true);
+		uint64_t one = 1;
+		if (write(p->kickfd, &one, sizeof(one)) < 0) {
+			/* the thread sees stop within WAIT_MS */
+		}
+		pthread_join(p->thread, NULL);
+	}
+	while (p->conns) {
+		struct iwp_conn *k = p->conns;
+		p->conns = k->next;
+		conn_free(p, k, true);
+	}
+	io_tcp_listener_close(p->lis);
+	if (p->epfd >= 0)
+		close(p->epfd);
+	if (p->kickfd >= 0)
+		close(p->kickfd);
+	pthread_mutex_destroy(&p->accept_lock);
+	free(p);
+}
+
+/* ---- connection set-up (not under the lock: it waits for the network) ---- */
+
+static uint64_t stop_time(int timeout_ms)
+{
+	return timeout_ms < 0 ? UINT64_MAX : core_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/* Waits for events on fd until `until` (and at most HS_POLL_MS). -ETIMEDOUT once past. */
+static int wait_fd(int fd, short events, uint64_t until)
+{
+	uint64_t now = core_now_ns();
+	if (now >= until)
+		return -ETIMEDOUT;
+	uint64_t ms = (until - now + 999999) / 1000000;
+	struct pollfd pf = {.fd = fd, .events = events};
+	poll(&pf, 1, ms > HS_POLL_MS ? HS_POLL_MS : (int)ms);
+	return 0;
+}
+
+/* Runs the MPA exchange until it needs the ULP (responder: REQ_RCVD), is established with
+ * every handshake byte sent, or has ended. Stream bytes received after the handshake go to
+ * left[0..*nleft) for the QP. Returns 0, -ETIMEDOUT at `until`, or the handshake's error. */
+static int hs_drive(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t until, uint8_t *left,
+		    size_t *nleft)
+{
+	uint8_t buf[HS_BUF];
+	for (;;) {
+		uint64_t now = core_now_ns();
+		const uint8_t *d;
+		size_t n;
+		while ((n = iw_conn_tx_peek(c, &d)) > 0) {
+			ssize_t r = io_tcp_send(tcp, d, n);
+			if (r == -EAGAIN)
+				break;
+			if (r < 0) {
+				/* After ESTABLISHED the machine ignores transport errors. */
+				if (iw_conn_state(c) == IW_CONN_ESTABLISHED)
+					return (int)r;
+				iw_conn_llp_error(c, (int)r);
+				break;
+			}
+			iw_conn_tx_advance(c, (size_t)r);
+		}
+		enum iw_conn_state st = iw_conn_state(c);
+		if (st == IW_CONN_REJECTED || st == IW_CONN_FAILED) {
+			/* A Reject or Terminate went out best effort (above). */
+			return iw_conn_error(c) ? iw_conn_error(c) : -ECONNABORTED;
+		}
+		if (st == IW_CONN_REQ_RCVD || (st == IW_CONN_ESTABLISHED && iw_conn_tx_ready(c)))
+			return 0;
+		if (!iw_conn_rx_done(c)) {
+			ssize_t r = io_tcp_recv(tcp, buf, sizeof(buf));
+			if (r > 0) {
+				size_t used = 0;
+				iw_conn_input(c, buf, (size_t)r, now, &used);
+				if (iw_conn_rx_done(c) && used < (size_t)r) {
+					memcpy(left, buf + used, (size_t)r - used);
+					*nleft = (size_t)r - used;
+				}
+				continue;
+			}
+			if (r != -EAGAIN) {
+				iw_conn_llp_error(c, (int)r);
+				continue;
+			}
+		}
+		if (iw_conn_tick(c, now) < 0)
+			continue;
+		uint64_t until2 = iw_conn_deadline(c) < until ? iw_conn_deadline(c) : until;
+		if (now >= until)
+			return -ETIMEDOUT;
+		short ev = (short)((iw_conn_rx_done(c) ? 0 : POLLIN) |
+				   (iw_conn_tx_peek(c, NULL) ? POLLOUT : 0));
+		wait_fd(io_tcp_fd(tcp), ev, until2 > now ? until2 : now + 1);
+	}
+}
+
+/* After a failed handshake: the peer reads our last bytes, then sees the close. */
+static void hs_fail_close(struct io_tcp_conn *tcp)
+{
+	io_tcp_shutdown(tcp);
+	io_tcp_close(tcp);
+}
+
+/* The handshake is done: the QP takes over the stream (RTS) and joins the loop. */
+static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
+		     const struct iw_conn *c, const uint8_t *left, size_t nleft)
+{
+	struct iw_conn_info info;
+	iw_conn_info(c, &info);
+	int mss = io_tcp_mss(tcp);
+	struct iwp_conn *k = calloc(1, sizeof(*k));
+	if (!k) {
+		io_tcp_abort(tcp);
+		return -ENOMEM;
+	}
+	k->qp = qp;
+	k->tcp = tcp;
+	uint64_t now = core_now_ns();
+	core_lock(p->core);
+	int ret = -EINVAL;
+	if (iw_qp_state(qp) != IBV_QPS_INIT)
+		goto fail; /* modified meanwhile */
+	struct iw_qp_attr a;
+	iw_qp_get_attr(qp, &a);
+	a.ird = info.ird > IW_MAX_IRD ? IW_MAX_IRD : info.ird;
+	a.ord = info.ord < 1 ? 1 : info.ord > IW_MAX_ORD ? IW_MAX_ORD : info.ord;
+	a.mulpdu = iw_mulpdu(mss > 0 ? (uint32_t)mss : 1460);
+	if (a.mulpdu < IW_MIN_MULPDU)
+		a.mulpdu = IW_MIN_MULPDU;
+	a.max_rx_ulpdu = 0;
+	a.crc = info.crc;
+	ret = iw_qp_set_attr(qp, &a);
+	if (ret < 0)
+		goto fail;
+	ret = start_thread(p);
+	if (ret < 0)
+		goto fail;
+	struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL};
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, io_tcp_fd(tcp), &e) != 0) {
+		ret = -errno;
+		goto fail;
+	}
+	k->in_epoll = true;
+	k->events = EPOLLIN;
+	iw_qp_set_state(qp, IBV_QPS_RTS, now);
+	uint32_t tx_used[IW_QN__COUNT], rx_used[IW_QN__COUNT];
+	for (int i = 0; i < IW_QN__COUNT; i++) {
+		tx_used[i] = info.tx_msn_used[i];
+		rx_used[i] = info.rx_msn_used[i];
+	}
+	iw_qp_set_rtr(qp, tx_used, rx_used, info.orq_rtr);
+	k->next = p->conns;
+	p->conns = k;
+	if (nleft) {
+		/* FPDUs that came in the same segment as the handshake's last bytes. */
+		size_t used;
+		if (iw_qp_rx_bytes(qp, left, nleft, &used, now) == -ECONNRESET)
+			k->dead = true;
+	}
+	iwp_progress(p);
+	core_unlock(p->core);
+	return 0;
+fail:
+	core_unlock(p->core);
+	if (k->in_epoll)
+		epoll_ctl(p->epfd, EPOLL_CTL_DEL, io_tcp_fd(tcp), NULL);
+	free(k);
+	io_tcp_abort(tcp);
+	return ret;
+}
+
+static int qp_in_init(struct iwp *p, struct iw_qp *qp)
+{
+	core_lock(p->core);
+	bool ok = iw_qp_state(qp) == IBV_QPS_INIT;
+	core_unlock(p->core);
+	return ok ? 0 : -EINVAL;
+}
+
+int iwp_listen(struct iwp *p, const uint8_t addr[16], uint16_t port)
+{
+	pthread_mutex_lock(&p->accept_lock);
+	int ret = -EBUSY;
+	if (!p->lis) {
+		struct io_tcp_listener *l;
+		ret = io_tcp_listen(addr, port, 0, NULL, &l);
+		if (ret == 0)
+			p->lis = l;
+	}
+	if (ret == 0)
+		ret = io_tcp_listener_port(p->lis);
+	pthread_mutex_unlock(&p->accept_lock);
+	return ret;
+}
+
+int iwp_accept(struct iwp *p, struct iw_qp *qp, int timeout_ms)
+{
+	uint64_t until = stop_time(timeout_ms);
+	int ret = qp_in_init(p, qp);
+	if (ret < 0)
+		return ret;
+	struct io_tcp_conn *tcp = NULL;
+	pthread_mutex_lock(&p->accept_lock);
+	if (!p->lis)
+		ret = -EINVAL;
+	while (ret == 0) {
+		ret = io_tcp_accept(p->lis, &tcp, NULL, NULL);
+		if (ret == 0)
+			break;
+		if (ret == -EAGAIN || ret == -ECONNABORTED)
+			ret = wait_fd(io_tcp_listener_fd(p->lis), POLLIN, until);
+	}
+	pthread_mutex_unlock(&p->accept_lock);
+	if (ret < 0)
+		return ret;
+
+	struct iw_conn c;
+	struct iw_conn_cfg cfg = {
+	    .role = IW_CONN_RESPONDER, .max_ird = IW_MAX_IRD, .max_ord = IW_MAX_ORD};
+	uint8_t left[HS_BUF];
+	size_t nleft = 0;
+	ret = iw_conn_init(&c, &cfg, core_now_ns());
+	if (ret == 0)
+		ret = hs_drive(tcp, &c, until, left, &nleft);
+	if (ret == 0)
+		ret = iw_conn_accept(&c, IW_MAX_IRD, IW_MAX_ORD, NULL, 0, core_now_ns());
+	if (ret == 0)
+		ret = hs_drive(tcp, &c, until, left, &nleft);
+	if (ret < 0) {
+		hs_fail_close(tcp);
+		return ret;
+	}
+	return establish(p, qp, tcp, &c, left, nleft);
+}
+
+int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_t port,
+		int timeout_ms)
+{
+	uint64_t until = stop_time(timeout_ms);
+	int ret = qp_in_init(p, qp);
+	if (ret < 0)
+		return ret;
+	struct io_tcp_conn *tcp;
+	ret = io_tcp_connect(NULL, 0, addr, port, NULL, &tcp);
+	if (ret < 0)
+		return ret;
+	while ((ret = io_tcp_connect_done(tcp)) == -EINPROGRESS) {
+		ret = wait_fd(io_tcp_fd(tcp), POLLOUT, until);
+		if (ret < 0)
+			break;
+	}
+	if (ret < 0) {
+		io_tcp_close(tcp);
+		return ret;
+	}
+	struct iw_conn c;
+	struct iw_conn_cfg cfg = {.role = IW_CONN_INITIATOR,
+				  .ird = IW_MAX_IRD,
+				  .ord = IW_MAX_ORD,
+				  .max_ird = IW_MAX_IRD,
+				  .max_ord = IW_MAX_ORD};
+	uint8_t left[HS_BUF];
+	size_t nleft = 0;
+	ret = iw_conn_init(&c, &cfg, core_now_ns());
+	if (ret == 0)
+		ret = hs_drive(tcp, &c, until, left, &nleft);
+	if (ret < 0) {
+		hs_fail_close(tcp);
+		return ret;
+	}
+	return establish(p, qp, tcp, &c, left, nleft);
+}
