@@ -419,6 +419,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 			break;
 		}
 	}
+	/* SOFTRDMA_PROGRESS_THREAD=0: no progress thread; only calls into the library move
+	 * packets (for applications that always poll; passive RDMA targets then stall). */
+	const char *pt = getenv("SOFTRDMA_PROGRESS_THREAD");
+	cfg.no_thread = pt && !strcmp(pt, "0");
 	const char *port = getenv("SOFTRDMA_UDP_PORT");
 	if (port)
 		cfg.port = (uint16_t)atoi(port);
