@@ -102,13 +102,8 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		ret = EOPNOTSUPP; /* iWARP is connected only (siw: RC only) */
 		goto fail;
 	}
-	struct ibv_qp_cap *cap = &init->cap;
-	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > IW_MAX_SGE ||
-	    cap->max_inline_data > ENG_MAX_INLINE ||
-	    (!init->srq && (cap->max_recv_wr > SR_MAX_QP_WR || cap->max_recv_sge > IW_MAX_SGE)))
-		goto fail;
-	if (init->send_cq->context != pd->context || init->recv_cq->context != pd->context ||
-	    (init->srq && init->srq->context != pd->context))
+	ret = sr_qp_check_init(pd, init, IW_MAX_SGE);
+	if (ret)
 		goto fail;
 	struct sr_context *ctx = sr_ctx(pd->context);
 	struct sr_qp *qp = calloc(1, sizeof(*qp));
@@ -116,72 +111,24 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		ret = ENOMEM;
 		goto fail;
 	}
-	cap->max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1;
-	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
-	cap->max_inline_data = ENG_MAX_INLINE;
-	if (init->srq) {
-		cap->max_recv_wr = 0;
-		cap->max_recv_sge = 0;
-	} else {
-		cap->max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1;
-		cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
-	}
 
 	core_lock(ctx->core);
-	uint32_t n = 1;
-	while (n < CORE_MAX_QP && ctx->qpn_used[n])
-		n++;
-	if (n == CORE_MAX_QP) {
-		core_unlock(ctx->core);
-		free(qp);
-		ret = ENOMEM;
-		goto fail;
-	}
 	/* No UDP socket, no steering slot: the QPN only names the QP locally. */
-	uint32_t qpn = core_qpn_base(ctx->core) | n;
-	struct eng_qp_init ei = {
-	    .type = IBV_QPT_RC,
-	    .qpn = qpn,
-	    .pd = pd->handle,
-	    .max_send_wr = cap->max_send_wr,
-	    .max_send_sge = cap->max_send_sge,
-	    .max_inline = cap->max_inline_data,
-	    .max_recv_wr = cap->max_recv_wr,
-	    .max_recv_sge = cap->max_recv_sge,
-	    .srq = init->srq ? &((struct sr_srq *)init->srq)->erq : NULL,
-	    .send_cq = &((struct sr_cq *)init->send_cq)->ecq,
-	    .recv_cq = &((struct sr_cq *)init->recv_cq)->ecq,
-	    .sq_sig_all = init->sq_sig_all != 0,
-	    .user = qp,
-	};
-	int r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
+	uint32_t qpn = 0;
+	int r = sr_alloc_qpn(ctx, &qpn);
+	struct eng_qp_init ei = sr_qp_eng_init(pd, init, qpn, qp);
+	if (r == 0) {
+		r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
+		if (r < 0)
+			ctx->qpn_used[qpn & 0xFFFF] = 0;
+	}
+	core_unlock(ctx->core);
 	if (r < 0) {
-		core_unlock(ctx->core);
 		free(qp);
 		ret = -r;
 		goto fail;
 	}
-	ctx->qpn_used[n] = 1;
-	core_unlock(ctx->core);
-
-	qp->ctx = ctx;
-	qp->cap = *cap;
-	qp->sq_sig_all = init->sq_sig_all != 0;
-	qp->attr.qp_state = IBV_QPS_RESET;
-	qp->attr.path_mtu = ctx->dev->max_mtu;
-	qp->attr.cap = *cap;
-	qp->ibqp.context = pd->context;
-	qp->ibqp.qp_context = init->qp_context;
-	qp->ibqp.pd = pd;
-	qp->ibqp.send_cq = init->send_cq;
-	qp->ibqp.recv_cq = init->recv_cq;
-	qp->ibqp.srq = init->srq;
-	qp->ibqp.handle = qpn;
-	qp->ibqp.qp_num = qpn;
-	qp->ibqp.state = IBV_QPS_RESET;
-	qp->ibqp.qp_type = init->qp_type;
-	pthread_mutex_init(&qp->ibqp.mutex, NULL);
-	pthread_cond_init(&qp->ibqp.cond, NULL);
+	sr_qp_publish(qp, ctx, pd, init, qpn, ctx->dev->max_mtu);
 	return &qp->ibqp;
 fail:
 	errno = ret;

@@ -344,7 +344,7 @@ static int sr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struc
 
 /* ---- queue pairs ---- */
 
-static int alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
+int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
 {
 	for (uint32_t n = 1; n < CORE_MAX_QP; n++) {
 		if (!ctx->qpn_used[n]) {
@@ -354,6 +354,74 @@ static int alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
 		}
 	}
 	return -ENOMEM;
+}
+
+int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge)
+{
+	struct ibv_qp_cap *cap = &init->cap;
+	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > max_sge ||
+	    cap->max_inline_data > ENG_MAX_INLINE ||
+	    (!init->srq && (cap->max_recv_wr > SR_MAX_QP_WR || cap->max_recv_sge > max_sge)))
+		return EINVAL;
+	if (init->send_cq->context != pd->context || init->recv_cq->context != pd->context ||
+	    (init->srq && init->srq->context != pd->context))
+		return EINVAL;
+	/* Report what the QP really has (verbs: at least what was asked). */
+	cap->max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1;
+	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+	cap->max_inline_data = ENG_MAX_INLINE;
+	if (init->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	} else {
+		cap->max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1;
+		cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	}
+	return 0;
+}
+
+struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *init,
+				  uint32_t qpn, struct sr_qp *qp)
+{
+	struct eng_qp_init ei = {
+	    .type = IBV_QPT_RC,
+	    .qpn = qpn,
+	    .pd = pd->handle,
+	    .max_send_wr = init->cap.max_send_wr,
+	    .max_send_sge = init->cap.max_send_sge,
+	    .max_inline = init->cap.max_inline_data,
+	    .max_recv_wr = init->cap.max_recv_wr,
+	    .max_recv_sge = init->cap.max_recv_sge,
+	    .srq = init->srq ? &((struct sr_srq *)init->srq)->erq : NULL,
+	    .send_cq = &((struct sr_cq *)init->send_cq)->ecq,
+	    .recv_cq = &((struct sr_cq *)init->recv_cq)->ecq,
+	    .sq_sig_all = init->sq_sig_all != 0,
+	    .user = qp,
+	};
+	return ei;
+}
+
+void sr_qp_publish(struct sr_qp *qp, struct sr_context *ctx, struct ibv_pd *pd,
+		   const struct ibv_qp_init_attr *init, uint32_t qpn, enum ibv_mtu mtu)
+{
+	qp->ctx = ctx;
+	qp->cap = init->cap;
+	qp->sq_sig_all = init->sq_sig_all != 0;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = mtu;
+	qp->attr.cap = init->cap;
+	qp->ibqp.context = pd->context;
+	qp->ibqp.qp_context = init->qp_context;
+	qp->ibqp.pd = pd;
+	qp->ibqp.send_cq = init->send_cq;
+	qp->ibqp.recv_cq = init->recv_cq;
+	qp->ibqp.srq = init->srq;
+	qp->ibqp.handle = qpn;
+	qp->ibqp.qp_num = qpn;
+	qp->ibqp.state = IBV_QPS_RESET;
+	qp->ibqp.qp_type = init->qp_type;
+	pthread_mutex_init(&qp->ibqp.mutex, NULL);
+	pthread_cond_init(&qp->ibqp.cond, NULL);
 }
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
@@ -367,31 +435,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		ret = EOPNOTSUPP; /* UC and UD come with the ABI work (issue 4) */
 		goto fail;
 	}
-	struct ibv_qp_cap *cap = &init->cap;
-	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > ENG_MAX_SGE ||
-	    cap->max_inline_data > ENG_MAX_INLINE ||
-	    (!init->srq && (cap->max_recv_wr > SR_MAX_QP_WR || cap->max_recv_sge > ENG_MAX_SGE)))
+	ret = sr_qp_check_init(pd, init, ENG_MAX_SGE);
+	if (ret)
 		goto fail;
-	if (init->send_cq->context != pd->context || init->recv_cq->context != pd->context ||
-	    (init->srq && init->srq->context != pd->context))
-		goto fail;
-
 	struct sr_context *ctx = sr_ctx(pd->context);
 	struct sr_qp *qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		ret = ENOMEM;
 		goto fail;
-	}
-	/* Report what the QP really has (verbs: at least what was asked). */
-	cap->max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1;
-	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
-	cap->max_inline_data = ENG_MAX_INLINE;
-	if (init->srq) {
-		cap->max_recv_wr = 0;
-		cap->max_recv_sge = 0;
-	} else {
-		cap->max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1;
-		cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	}
 
 	core_lock(ctx->core);
@@ -405,28 +456,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		goto fail;
 	}
 	uint32_t qpn;
-	r = alloc_qpn(ctx, &qpn);
+	r = sr_alloc_qpn(ctx, &qpn);
 	if (r < 0) {
 		core_unlock(ctx->core);
 		free(qp);
 		ret = -r;
 		goto fail;
 	}
-	struct eng_qp_init ei = {
-	    .type = IBV_QPT_RC,
-	    .qpn = qpn,
-	    .pd = pd->handle,
-	    .max_send_wr = cap->max_send_wr,
-	    .max_send_sge = cap->max_send_sge,
-	    .max_inline = cap->max_inline_data,
-	    .max_recv_wr = cap->max_recv_wr,
-	    .max_recv_sge = cap->max_recv_sge,
-	    .srq = init->srq ? &((struct sr_srq *)init->srq)->erq : NULL,
-	    .send_cq = &((struct sr_cq *)init->send_cq)->ecq,
-	    .recv_cq = &((struct sr_cq *)init->recv_cq)->ecq,
-	    .sq_sig_all = init->sq_sig_all != 0,
-	    .user = qp,
-	};
+	struct eng_qp_init ei = sr_qp_eng_init(pd, init, qpn, qp);
 	r = eng_qp_create(&ei, &ctx->env, &qp->eqp);
 	if (r == 0) {
 		r = core_qp_attach(ctx->core, qp->eqp, qpn);
@@ -441,25 +478,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		goto fail;
 	}
 	core_unlock(ctx->core);
-
-	qp->ctx = ctx;
-	qp->cap = *cap;
-	qp->sq_sig_all = init->sq_sig_all != 0;
-	qp->attr.qp_state = IBV_QPS_RESET;
-	qp->attr.path_mtu = IBV_MTU_256; /* rxe: a QP starts at 256 */
-	qp->attr.cap = *cap;
-	qp->ibqp.context = pd->context;
-	qp->ibqp.qp_context = init->qp_context;
-	qp->ibqp.pd = pd;
-	qp->ibqp.send_cq = init->send_cq;
-	qp->ibqp.recv_cq = init->recv_cq;
-	qp->ibqp.srq = init->srq;
-	qp->ibqp.handle = qpn;
-	qp->ibqp.qp_num = qpn;
-	qp->ibqp.state = IBV_QPS_RESET;
-	qp->ibqp.qp_type = init->qp_type;
-	pthread_mutex_init(&qp->ibqp.mutex, NULL);
-	pthread_cond_init(&qp->ibqp.cond, NULL);
+	sr_qp_publish(qp, ctx, pd, init, qpn, IBV_MTU_256); /* rxe: a QP starts at 256 */
 	return &qp->ibqp;
 fail:
 	errno = ret;
