@@ -4,22 +4,13 @@
 
 #include "engine/eng_int.h"
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 int eng_cq_init(struct eng_cq *cq, uint32_t cqe)
 {
 	uint32_t size;
 
 	if (cqe == 0 || cqe > (1u << 24))
 		return -EINVAL;
-	size = pow2_at_least(cqe);
+	size = eng_pow2_at_least(cqe);
 	memset(cq, 0, sizeof(*cq));
 	cq->ring = calloc(size, sizeof(*cq->ring));
 	if (!cq->ring)

@@ -226,6 +226,23 @@ static inline uint32_t eng_npkts(uint32_t len, uint32_t pmtu)
 /* ---- wqe.c: work-request helpers shared with the iWARP engine (iw_*.c) ---- */
 
 /* The enum eng_op for a verbs send opcode, or -EINVAL. */
+/* Smallest power of two >= n (ring sizes). */
+static inline uint32_t eng_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* The work queues every QP has, whichever engine runs it (wqe.c): the send ring sized for
+ * init->max_send_wr, and the receive queue: init->srq, or own_rq set up for max_recv_wr.
+ * eng_queues_init returns 0 or -ENOMEM with nothing allocated; eng_queues_fini undoes it. */
+int eng_queues_init(const struct eng_qp_init *init, struct eng_swqe **sq, uint32_t *sq_mask,
+		    struct eng_rq *own_rq, struct eng_rq **rq);
+void eng_queues_fini(const struct eng_qp_init *init, struct eng_swqe *sq, struct eng_rq *own_rq);
+
 int eng_wr_op(enum ibv_wr_opcode op);
 /* Checks one send WR against the limits (SGE count, 2 GiB message, inline size, 8-byte
  * atomics; rxe validate_send_wr). Returns the enum eng_op and the message length in *len,

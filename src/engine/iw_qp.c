@@ -253,19 +253,9 @@ int iw_fatal(struct iw_qp *qp, int err, const uint8_t *raw, size_t raw_len)
 
 /* ---- create / destroy / attributes ---- */
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct iw_qp **out)
 {
 	struct iw_qp *qp;
-	uint32_t size;
 	int err;
 
 	if (!init || !env || !out || !env->mem_resolve)
@@ -279,23 +269,10 @@ int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, stru
 		return -ENOMEM;
 	qp->init = *init;
 	qp->env = *env;
-	size = pow2_at_least(init->max_send_wr);
-	qp->sq = calloc(size, sizeof(*qp->sq));
-	if (!qp->sq) {
-		err = -ENOMEM;
+	err = eng_queues_init(init, &qp->sq, &qp->sq_mask, &qp->own_rq, &qp->rq);
+	if (err)
 		goto free_qp;
-	}
-	qp->sq_mask = size - 1;
 	qp->sq_max = init->max_send_wr;
-	if (init->srq) {
-		qp->rq = init->srq;
-	} else {
-		err = eng_rq_init(&qp->own_rq, init->max_recv_wr ? init->max_recv_wr : 1,
-				  init->max_recv_sge, false);
-		if (err)
-			goto free_sq;
-		qp->rq = &qp->own_rq;
-	}
 	/* Until the caller sets them: siw's defaults without MPA negotiation. */
 	qp->attr.ird = 16;
 	qp->attr.ord = 16;
@@ -306,8 +283,6 @@ int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, stru
 	*out = qp;
 	return 0;
 
-free_sq:
-	free(qp->sq);
 free_qp:
 	free(qp);
 	return err;
@@ -317,9 +292,7 @@ void iw_qp_destroy(struct iw_qp *qp)
 {
 	if (!qp)
 		return;
-	if (!qp->init.srq)
-		eng_rq_fini(&qp->own_rq);
-	free(qp->sq);
+	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
 	free(qp);
 }
 

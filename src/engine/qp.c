@@ -212,19 +212,9 @@ static void kick(struct eng_qp *qp, uint64_t old_deadline)
 
 /* ---- create / destroy / attributes ---- */
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct eng_qp **out)
 {
 	struct eng_qp *qp;
-	uint32_t size;
 	int err;
 
 	if (!init || !env || !out || !env->mem_resolve)
@@ -240,23 +230,10 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 		return -ENOMEM;
 	qp->init = *init;
 	qp->env = *env;
-	size = pow2_at_least(init->max_send_wr);
-	qp->sq = calloc(size, sizeof(*qp->sq));
-	if (!qp->sq) {
-		err = -ENOMEM;
+	err = eng_queues_init(init, &qp->sq, &qp->sq_mask, &qp->own_rq, &qp->rq);
+	if (err)
 		goto free_qp;
-	}
-	qp->sq_mask = size - 1;
 	qp->sq_max = init->max_send_wr;
-	if (init->srq) {
-		qp->rq = init->srq;
-	} else {
-		err = eng_rq_init(&qp->own_rq, init->max_recv_wr ? init->max_recv_wr : 1,
-				  init->max_recv_sge, false);
-		if (err)
-			goto free_sq;
-		qp->rq = &qp->own_rq;
-	}
 	qp->attr.pmtu = 256; /* IBA: a QP starts at the minimum MTU until INIT->RTR */
 	qp->attr.pkey = ROCE_DEFAULT_PKEY;
 	qp->state = IBV_QPS_RESET;
@@ -266,8 +243,6 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 	*out = qp;
 	return 0;
 
-free_sq:
-	free(qp->sq);
 free_qp:
 	free(qp);
 	return err;
@@ -277,9 +252,7 @@ void eng_qp_destroy(struct eng_qp *qp)
 {
 	if (!qp)
 		return;
-	if (!qp->init.srq)
-		eng_rq_fini(&qp->own_rq);
-	free(qp->sq);
+	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
 	free(qp);
 }
 
@@ -306,7 +279,7 @@ const uint64_t *eng_qp_counters(const struct eng_qp *qp)
 static uint32_t round_rd_atomic(uint8_t v)
 {
 	/* rxe rounds ORD and IRD up to a power of two (spec 5.7, 8). */
-	uint32_t r = v ? pow2_at_least(v) : 0;
+	uint32_t r = v ? eng_pow2_at_least(v) : 0;
 
 	return r > ENG_MAX_RD_ATOMIC ? ENG_MAX_RD_ATOMIC : r;
 }
