@@ -104,9 +104,10 @@ int sr_iw_destroy_qp(struct sr_qp *qp);
 int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask);
 
 /* QP creation steps shared by the RoCE and iWARP paths (verbs.c). sr_qp_check_init checks
- * the init attributes against the device limits and raises zero capacities to 1 (verbs:
- * a QP has at least what was asked); returns 0 or a positive errno. sr_alloc_qpn takes a free
- * QPN under the core lock. sr_qp_publish fills the ibv_qp the application sees. */
+ * the QP type (RC only: EOPNOTSUPP otherwise) and the init attributes against the device limits and
+ * raises zero capacities to 1 (verbs: a QP has at least what was asked); returns 0 or a positive
+ * errno. sr_alloc_qpn takes a free QPN under the core lock. sr_qp_publish fills the ibv_qp the
+ * application sees. */
 int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge);
 int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn);
 struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *init,

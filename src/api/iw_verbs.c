@@ -97,12 +97,8 @@ void sr_iw_close(struct sr_context *ctx)
 
 struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
-	int ret = EINVAL;
-	if (init->qp_type != IBV_QPT_RC) {
-		ret = EOPNOTSUPP; /* iWARP is connected only (siw: RC only) */
-		goto fail;
-	}
-	ret = sr_qp_check_init(pd, init, IW_MAX_SGE);
+	/* iWARP is connected only (siw: RC only). */
+	int ret = sr_qp_check_init(pd, init, IW_MAX_SGE);
 	if (ret)
 		goto fail;
 	struct sr_context *ctx = sr_ctx(pd->context);

@@ -358,6 +358,8 @@ int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
 
 int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge)
 {
+	if (init->qp_type != IBV_QPT_RC)
+		return EOPNOTSUPP; /* UC and UD come with the ABI work (issue 4) */
 	struct ibv_qp_cap *cap = &init->cap;
 	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > max_sge ||
 	    cap->max_inline_data > ENG_MAX_INLINE ||
@@ -431,10 +433,6 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		goto fail;
 	if (sr_ctx(pd->context)->dev->iwarp)
 		return sr_iw_create_qp(pd, init);
-	if (init->qp_type != IBV_QPT_RC) {
-		ret = EOPNOTSUPP; /* UC and UD come with the ABI work (issue 4) */
-		goto fail;
-	}
 	ret = sr_qp_check_init(pd, init, ENG_MAX_SGE);
 	if (ret)
 		goto fail;
