@@ -76,6 +76,9 @@ static void iw_env_event(void *c, struct eng_qp *eqp, enum ibv_event_type type)
 int sr_iw_open(struct sr_context *ctx)
 {
 	int ret = iwp_create(ctx->core, &ctx->iwp);
+	if (ret == -EINVAL)
+		fprintf(stderr, "softrdma: %s=%s: expected peer, on, strict or off\n", IWP_CRC_ENV,
+			getenv(IWP_CRC_ENV));
 	if (ret < 0)
 		return ret;
 	struct ibv_context_ops *ops = &ctx->vctx.context.ops;

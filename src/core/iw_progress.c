@@ -59,8 +59,22 @@ struct iwp {
 	bool has_thread;
 	atomic_bool stop;
 	_Atomic uint64_t last_app;
+	uint8_t crc; /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
 	uint8_t discard[4096];
 };
+
+int iwp_crc_policy(const char *s)
+{
+	if (!s || !*s || !strcmp(s, "peer"))
+		return IW_CONN_CRC_PEER;
+	if (!strcmp(s, "on") || !strcmp(s, "required"))
+		return IW_CONN_CRC_REQUIRED;
+	if (!strcmp(s, "strict"))
+		return IW_CONN_CRC_REQUIRED_STRICT;
+	if (!strcmp(s, "off"))
+		return IW_CONN_CRC_OFF_STRICT;
+	return -EINVAL;
+}
 
 int iwp_create(struct core_ctx *core, struct iwp **out)
 {
@@ -69,6 +83,12 @@ int iwp_create(struct core_ctx *core, struct iwp **out)
 		return -ENOMEM;
 	p->core = core;
 	p->epfd = p->kickfd = -1;
+	int crc = iwp_crc_policy(getenv(IWP_CRC_ENV));
+	if (crc < 0) {
+		free(p);
+		return crc;
+	}
+	p->crc = (uint8_t)crc;
 	pthread_mutex_init(&p->accept_lock, NULL);
 	*out = p;
 	return 0;
@@ -585,8 +605,10 @@ int iwp_accept(struct iwp *p, struct iw_qp *qp, int timeout_ms)
 		return ret;
 
 	struct iw_conn c;
-	struct iw_conn_cfg cfg = {
-	    .role = IW_CONN_RESPONDER, .max_ird = IW_MAX_IRD, .max_ord = IW_MAX_ORD};
+	struct iw_conn_cfg cfg = {.role = IW_CONN_RESPONDER,
+				  .crc = p->crc,
+				  .max_ird = IW_MAX_IRD,
+				  .max_ord = IW_MAX_ORD};
 	uint8_t left[HS_BUF];
 	size_t nleft = 0;
 	ret = iw_conn_init(&c, &cfg, core_now_ns());
@@ -625,6 +647,7 @@ int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_
 	}
 	struct iw_conn c;
 	struct iw_conn_cfg cfg = {.role = IW_CONN_INITIATOR,
+				  .crc = p->crc,
 				  .ird = IW_MAX_IRD,
 				  .ord = IW_MAX_ORD,
 				  .max_ird = IW_MAX_IRD,

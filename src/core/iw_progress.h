@@ -21,7 +21,17 @@
 
 struct iwp;
 
-/* Creates the state of one context; binds nothing. 0 or -ENOMEM. */
+/* CRC32c on iWARP connections, read at context open: SOFTRDMA_IW_CRC =
+ *   peer (default, as siw): off unless the peer asks for it;
+ *   on / required: asked for as initiator, turned on as responder; a peer refusing fails;
+ *   strict: as on, and a responder rejects a Request without it;
+ *   off: refused (a peer asking for CRC is rejected / fails).
+ * iwp_crc_policy maps the text to enum iw_conn_crc, or -EINVAL. */
+#define IWP_CRC_ENV "SOFTRDMA_IW_CRC"
+int iwp_crc_policy(const char *s);
+
+/* Creates the state of one context; binds nothing. 0, -ENOMEM, or -EINVAL (bad
+ * SOFTRDMA_IW_CRC). */
 int iwp_create(struct core_ctx *core, struct iwp **out);
 /* Stops the thread, resets every connection still open, closes the listener. Not under the
  * lock. NULL is ignored. */

@@ -4,6 +4,7 @@
 #include "io/tcp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -169,6 +170,8 @@ int io_tcp_listen(const uint8_t addr[16], uint16_t port, int backlog,
 		goto fail_free;
 	}
 	err = setopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	if (!err && opts->reuseport)
+		err = setopt_int(fd, SOL_SOCKET, SO_REUSEPORT, 1);
 	if (!err && ss.ss_family == AF_INET6)
 		err = setopt_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
 	if (!err)
@@ -253,6 +256,39 @@ fail_close:
 	close(fd);
 	cnt_add(l->cnt, IO_TCP_C_accept_errors, 1);
 	return err;
+}
+
+int io_tcp_adopt(int fd, const struct io_tcp_opts *opts, struct io_tcp_conn **out)
+{
+	static const struct io_tcp_opts dflt;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int type = 0, proto = 0;
+	socklen_t tl = sizeof(type), pl = sizeof(proto);
+
+	if (fd < 0 || !out)
+		return -EINVAL;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+		return -ENOTSOCK;
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) != 0 || type != SOCK_STREAM ||
+	    proto != IPPROTO_TCP)
+		return -EPROTOTYPE;
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return -ENOTCONN;
+	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)
+		return -EPROTOTYPE;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+		return -errno;
+	int err = set_conn_opts(fd, opts ? opts : &dflt);
+	if (err)
+		return err;
+	struct io_tcp_conn *c = conn_new(fd, true);
+	if (!c)
+		return -ENOMEM;
+	*out = c;
+	return 0;
 }
 
 int io_tcp_connect(const uint8_t local_addr[16], uint16_t local_port, const uint8_t peer_addr[16],

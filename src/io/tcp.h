@@ -81,6 +81,9 @@ struct io_tcp_opts {
 	int rcvbuf, sndbuf;
 	/* true: leave Nagle's algorithm on (TCP_NODELAY off). Default false, as siw. */
 	bool nagle;
+	/* Listeners: SO_REUSEPORT as well, so that every process of one user can listen on one
+	 * port (the kernel spreads connections over them; softrdma's auto-connect rendezvous). */
+	bool reuseport;
 };
 
 struct io_tcp_listener;
@@ -125,6 +128,13 @@ int io_tcp_accept(struct io_tcp_listener *l, struct io_tcp_conn **out, uint8_t p
  * (local port taken), -EADDRNOTAVAIL, -EAFNOSUPPORT, -ENOMEM / -EMFILE, -EINVAL (arguments). */
 int io_tcp_connect(const uint8_t local_addr[16], uint16_t local_port, const uint8_t peer_addr[16],
 		   uint16_t peer_port, const struct io_tcp_opts *opts, struct io_tcp_conn **out);
+
+/* Takes over fd, a connected TCP socket (e.g. received from another process with
+ * SCM_RIGHTS): checks that it is one (SO_TYPE stream, AF_INET / AF_INET6, a peer), makes it
+ * non-blocking and close-on-exec and applies opts (NULL: defaults). Returns 0 with *out
+ * (which owns fd from then on), or -ENOTSOCK / -EPROTOTYPE / -ENOTCONN / -ENOMEM, with fd
+ * left to the caller. */
+int io_tcp_adopt(int fd, const struct io_tcp_opts *opts, struct io_tcp_conn **out);
 
 /* The outcome of io_tcp_connect: 0 once connected (also for accepted connections),
  * -EINPROGRESS while the handshake runs, or the failure: -ECONNREFUSED (nobody listens: the
