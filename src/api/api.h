@@ -102,6 +102,12 @@ void sr_iw_close(struct sr_context *ctx);
 struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
 int sr_iw_destroy_qp(struct sr_qp *qp);
 int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask);
+/* The state the consumer sees (under the lock): while auto-connect makes the connection,
+ * the RTR / RTS it asked for; otherwise the engine's. */
+enum ibv_qp_state sr_iw_qp_state(const struct sr_qp *qp);
+/* Checks attribute values for ibv_modify_qp (the state machine checks which are present);
+ * 0 or a positive errno. verbs.c. */
+int sr_check_qp_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask);
 
 /* QP creation steps shared by the RoCE and iWARP paths (verbs.c). sr_qp_check_init checks
  * the QP type (RC only: EOPNOTSUPP otherwise) and the init attributes against the device limits and

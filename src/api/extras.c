@@ -33,6 +33,8 @@ int softrdma_query_counters(struct ibv_context *context, struct softrdma_counter
 	struct collect c = {.out = out, .max = max};
 	core_lock(ctx->core);
 	core_each_counter(ctx->core, collect_one, &c);
+	if (ctx->iwp)
+		iwp_each_counter(ctx->iwp, collect_one, &c);
 	core_unlock(ctx->core);
 	return c.n;
 }

@@ -2,11 +2,12 @@
  * (engine/iw_eng.h) over TCP connections that core/iw_progress.c owns. Everything that is not
  * QP-specific (PD, MR, CQ, SRQ, completion channels, async events) is shared with RoCE.
  *
- * Connections: real iWARP makes them with rdma_cm. Until softrdma has it, the internal calls
- * of softrdma.h (softrdma_iw_listen / _accept / _connect) do: they run TCP and the MPA
- * exchange and take the QP from INIT to RTS. So ibv_modify_qp allows only RESET -> INIT,
- * INIT -> INIT and any -> ERR / RESET here; an explicit move to RTR / RTS is EINVAL (the
- * DESIGN's auto-connect at RTR / RTS is a later step). */
+ * Connections: real iWARP makes them with rdma_cm. softrdma also makes them (a) with the
+ * internal calls of softrdma.h (softrdma_iw_listen / _accept / _connect), which run TCP and
+ * the MPA exchange and take the QP from INIT to RTS, and (b) by itself when the consumer
+ * moves a QP to RTR with the peer's GID and QPN, as socket-exchange programs do on RoCE
+ * (auto-connect, core/iw_progress.h): the QP shows the RTR / RTS the consumer asked for
+ * while the connection is made in the background, and sends posted meanwhile wait for it. */
 #define _GNU_SOURCE
 #include "api/api.h"
 
@@ -112,9 +113,14 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	}
 
 	core_lock(ctx->core);
-	/* No UDP socket, no steering slot: the QPN only names the QP locally. */
+	/* No UDP socket: the slot in the QPN comes from the auto-connect rendezvous, which
+	 * finds a QP's process by it. */
 	uint32_t qpn = 0;
-	int r = sr_alloc_qpn(ctx, &qpn);
+	int r = iwp_slot(ctx->iwp);
+	if (r > 0) {
+		core_set_qpn_base(ctx->core, (uint32_t)r << 16);
+		r = sr_alloc_qpn(ctx, &qpn);
+	}
 	struct eng_qp_init ei = sr_qp_eng_init(pd, init, qpn, qp);
 	if (r == 0) {
 		r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
@@ -148,43 +154,107 @@ int sr_iw_destroy_qp(struct sr_qp *qp)
 	return 0;
 }
 
+enum ibv_qp_state sr_iw_qp_state(const struct sr_qp *qp)
+{
+	enum ibv_qp_state e = iw_qp_state(qp->iqp);
+	if (e == IBV_QPS_ERR || e == IBV_QPS_RESET || e == IBV_QPS_SQD || e == IBV_QPS_SQE)
+		return e;
+	return qp->attr.qp_state;
+}
+
+/* iWARP's limits on top of the common attribute checks. */
+static int check_iw_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > IW_MAX_ORD)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > IW_MAX_IRD)
+		return EINVAL;
+	return sr_check_qp_attr(qp, a, mask);
+}
+
+/* Remembers the attributes the consumer set (reported by ibv_query_qp). On iWARP most of
+ * them are the connection's business (TCP retransmits, MPA negotiates IRD/ORD); they are
+ * accepted as verbs requires them and kept. */
+static void keep_attrs(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *s = &qp->attr;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		s->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PORT)
+		s->port_num = a->port_num;
+	if (mask & IBV_QP_PATH_MTU)
+		s->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		s->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		s->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		s->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		s->rq_psn = a->rq_psn & 0xFFFFFF;
+	if (mask & IBV_QP_SQ_PSN)
+		s->sq_psn = a->sq_psn & 0xFFFFFF;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		s->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		s->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_DEST_QPN)
+		s->dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_AV)
+		s->ah_attr = a->ah_attr;
+}
+
 int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	struct sr_context *ctx = qp->ctx;
 	core_lock(ctx->core);
-	enum ibv_qp_state cur = iw_qp_state(qp->iqp);
+	enum ibv_qp_state eng = iw_qp_state(qp->iqp);
+	enum ibv_qp_state cur = sr_iw_qp_state(qp);
 	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	int ret = 0;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
 		ret = EINVAL;
-	/* RTR / RTS come from softrdma_iw_accept / _connect; attributes of a connected QP are
-	 * the connection's (MPA negotiated them). */
-	if (next != IBV_QPS_INIT && next != IBV_QPS_ERR && next != IBV_QPS_RESET)
-		ret = EINVAL;
 	if (!ret && obj_qp_check_modify(qp->ibqp.qp_type, cur, next, mask) < 0)
 		ret = EINVAL;
-	if (!ret && (((mask & IBV_QP_PORT) && attr->port_num != 1) ||
-		     ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0) ||
-		     ((mask & IBV_QP_ACCESS_FLAGS) &&
-		      (attr->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						 IBV_ACCESS_REMOTE_READ)))))
-		ret = EINVAL; /* no remote atomics on iWARP */
+	if (!ret)
+		ret = check_iw_attr(qp, attr, mask);
+	/* SQD needs a stream to drain. */
+	if (!ret && next == IBV_QPS_SQD && eng != IBV_QPS_RTS && eng != IBV_QPS_SQD)
+		ret = EINVAL;
 	if (ret)
 		goto unlock;
 	if (mask & IBV_QP_ACCESS_FLAGS) {
 		struct iw_qp_attr a;
 		iw_qp_get_attr(qp->iqp, &a);
-		a.access = attr->qp_access_flags;
+		/* REMOTE_ATOMIC is accepted and means nothing, as on siw (perftest asks for
+		 * it on every device); atomics themselves are refused at post. */
+		a.access = attr->qp_access_flags & ~(unsigned)IBV_ACCESS_REMOTE_ATOMIC;
 		if (iw_qp_set_attr(qp->iqp, &a) < 0) {
 			ret = EINVAL;
 			goto unlock;
 		}
-		qp->attr.qp_access_flags = attr->qp_access_flags;
 	}
-	if (mask & IBV_QP_PORT)
-		qp->attr.port_num = attr->port_num;
+	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
+		/* Auto-connect (iw_progress.h): the connection is made in the background. */
+		const uint8_t *local = ctx->dev->gid[attr->ah_attr.grh.sgid_index];
+		int r = iwp_auto_connect(ctx->iwp, qp->iqp, local, attr->ah_attr.grh.dgid.raw,
+					 attr->dest_qp_num, IW_MAX_IRD, IW_MAX_ORD);
+		if (r < 0) {
+			ret = -r;
+			goto unlock;
+		}
+		iw_qp_set_state(qp->iqp, IBV_QPS_RTR, core_now_ns());
+	}
+	keep_attrs(qp, attr, mask);
 	if (mask & IBV_QP_STATE) {
-		iw_qp_set_state(qp->iqp, next, core_now_ns());
+		uint64_t now = core_now_ns();
+		if (next == IBV_QPS_RTS && (eng == IBV_QPS_INIT || eng == IBV_QPS_RTR))
+			iw_qp_set_early_send(qp->iqp, true); /* sends wait for the connection */
+		else if (next == IBV_QPS_INIT || next == IBV_QPS_SQD || next == IBV_QPS_ERR ||
+			 next == IBV_QPS_RESET || (next == IBV_QPS_RTS && eng == IBV_QPS_SQD))
+			iw_qp_set_state(qp->iqp, next, now);
 		/* Leaving the stream: the peer sees a reset and flushes too. */
 		if (next == IBV_QPS_ERR || next == IBV_QPS_RESET)
 			iwp_qp_detach(ctx->iwp, qp->iqp);

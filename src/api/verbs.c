@@ -502,8 +502,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
-/* Checks attribute values (the state machine checks which attributes are present). */
-static int check_attr_values(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask)
+int sr_check_qp_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
 	struct sr_device *dev = qp->ctx->dev;
 	if ((mask & IBV_QP_PORT) && a->port_num != 1)
@@ -586,7 +585,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (!ret && obj_qp_check_modify(ibqp->qp_type, cur, next, mask) < 0)
 		ret = EINVAL;
 	if (!ret)
-		ret = check_attr_values(qp, attr, mask);
+		ret = sr_check_qp_attr(qp, attr, mask);
 	if (ret)
 		goto unlock;
 
@@ -655,7 +654,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	(void)mask; /* everything is cheap to report */
 	core_lock(qp->ctx->core);
 	*attr = qp->attr;
-	attr->qp_state = qp->iqp ? iw_qp_state(qp->iqp) : eng_qp_state(qp->eqp);
+	attr->qp_state = qp->iqp ? sr_iw_qp_state(qp) : eng_qp_state(qp->eqp);
 	attr->cur_qp_state = attr->qp_state;
 	attr->cap = qp->cap;
 	core_unlock(qp->ctx->core);

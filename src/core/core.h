@@ -57,6 +57,9 @@ bool core_trylock(struct core_ctx *c);
 /* QPNs of this context are (slot << 16) | n, so the kernel steers their packets to this
  * process (io/io.h). */
 uint32_t core_qpn_base(const struct core_ctx *c);
+/* Contexts without the UDP backend (iWARP) take their slot elsewhere (core/iw_rdv.c). Under
+ * the lock, before the first QPN is handed out. */
+void core_set_qpn_base(struct core_ctx *c, uint32_t base);
 /* Highest n in a QPN this context hands out. */
 #define CORE_MAX_QP 4096
 

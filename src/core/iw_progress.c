@@ -1,6 +1,7 @@
 /* The iWARP progress loop and connection set-up (iw_progress.h). */
 #define _GNU_SOURCE
 #include "core/iw_progress.h"
+#include "core/iw_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -28,40 +29,6 @@
 #define WAIT_MS 20
 /* The handshake polls at least this often (its own deadline may be earlier). */
 #define HS_POLL_MS 50
-#define HS_BUF	   2048
-
-enum conn_phase {
-	PH_OPEN,     /* the QP owns the stream */
-	PH_DRAINING, /* our last bytes (a Terminate) are out and writing is shut down: input is
-			discarded until the peer closes, so that it reads those bytes before a
-			reset (closing with unread input would send one) */
-};
-
-struct iwp_conn {
-	struct iw_qp *qp;
-	struct io_tcp_conn *tcp;
-	uint8_t phase;
-	bool dead;	 /* the connection failed: close it */
-	bool tx_blocked; /* the socket buffer is full: wait for EPOLLOUT */
-	bool more;	 /* a budget ran out: come back at once */
-	bool in_epoll;
-	uint32_t events; /* epoll interest registered */
-	struct iwp_conn *next;
-};
-
-struct iwp {
-	struct core_ctx *core;
-	pthread_mutex_t accept_lock; /* one iwp_accept at a time uses the listener */
-	struct io_tcp_listener *lis;
-	struct iwp_conn *conns;
-	int epfd, kickfd;
-	pthread_t thread;
-	bool has_thread;
-	atomic_bool stop;
-	_Atomic uint64_t last_app;
-	uint8_t crc; /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
-	uint8_t discard[4096];
-};
 
 int iwp_crc_policy(const char *s)
 {
@@ -289,6 +256,7 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
 
 void iwp_qp_detach(struct iwp *p, struct iw_qp *qp)
 {
+	iwp_rdv_cancel(p, qp);
 	for (struct iwp_conn **pp = &p->conns; *pp; pp = &(*pp)->next) {
 		struct iwp_conn *k = *pp;
 		if (k->qp == qp) {
@@ -354,7 +322,7 @@ static void *iwp_main(void *arg)
 }
 
 /* Under the lock: the epoll set and the thread, at the first connection. */
-static int start_thread(struct iwp *p)
+int iwp_start_thread(struct iwp *p)
 {
 	if (p->has_thread)
 		return 0;
@@ -385,6 +353,7 @@ void iwp_destroy(struct iwp *p)
 {
 	if (!p)
 		return;
+	iwp_rdv_destroy(p); /* first: its thread hands connections to the loop */
 	if (p->has_thread) {
 		atomic_store(&p->stop, true);
 		uint64_t one = 1;
@@ -426,15 +395,11 @@ static int wait_fd(int fd, short events, uint64_t until)
 	return 0;
 }
 
-/* Runs the MPA exchange until it needs the ULP (responder: REQ_RCVD), is established with
- * every handshake byte sent, or has ended. Stream bytes received after the handshake go to
- * left[0..*nleft) for the QP. Returns 0, -ETIMEDOUT at `until`, or the handshake's error. */
-static int hs_drive(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t until, uint8_t *left,
-		    size_t *nleft)
+int iwp_hs_step(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t now, uint8_t *left,
+		size_t *nleft, short *events)
 {
 	uint8_t buf[HS_BUF];
 	for (;;) {
-		uint64_t now = core_now_ns();
 		const uint8_t *d;
 		size_t n;
 		while ((n = iw_conn_tx_peek(c, &d)) > 0) {
@@ -456,7 +421,7 @@ static int hs_drive(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t until, 
 			return iw_conn_error(c) ? iw_conn_error(c) : -ECONNABORTED;
 		}
 		if (st == IW_CONN_REQ_RCVD || (st == IW_CONN_ESTABLISHED && iw_conn_tx_ready(c)))
-			return 0;
+			return 1;
 		if (!iw_conn_rx_done(c)) {
 			ssize_t r = io_tcp_recv(tcp, buf, sizeof(buf));
 			if (r > 0) {
@@ -475,11 +440,29 @@ static int hs_drive(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t until, 
 		}
 		if (iw_conn_tick(c, now) < 0)
 			continue;
-		uint64_t until2 = iw_conn_deadline(c) < until ? iw_conn_deadline(c) : until;
+		*events = (short)((iw_conn_rx_done(c) ? 0 : POLLIN) |
+				  (iw_conn_tx_peek(c, NULL) ? POLLOUT : 0));
+		return 0;
+	}
+}
+
+/* Runs the MPA exchange until it needs the ULP (responder: REQ_RCVD), is established with
+ * every handshake byte sent, or has ended, waiting for the socket in between. Returns 0,
+ * -ETIMEDOUT at `until`, or the handshake's error. */
+static int hs_drive(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t until, uint8_t *left,
+		    size_t *nleft)
+{
+	for (;;) {
+		uint64_t now = core_now_ns();
+		short ev = 0;
+		int r = iwp_hs_step(tcp, c, now, left, nleft, &ev);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			return 0;
 		if (now >= until)
 			return -ETIMEDOUT;
-		short ev = (short)((iw_conn_rx_done(c) ? 0 : POLLIN) |
-				   (iw_conn_tx_peek(c, NULL) ? POLLOUT : 0));
+		uint64_t until2 = iw_conn_deadline(c) < until ? iw_conn_deadline(c) : until;
 		wait_fd(io_tcp_fd(tcp), ev, until2 > now ? until2 : now + 1);
 	}
 }
@@ -491,9 +474,8 @@ static void hs_fail_close(struct io_tcp_conn *tcp)
 	io_tcp_close(tcp);
 }
 
-/* The handshake is done: the QP takes over the stream (RTS) and joins the loop. */
-static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
-		     const struct iw_conn *c, const uint8_t *left, size_t nleft)
+int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
+			 const struct iw_conn *c, const uint8_t *left, size_t nleft)
 {
 	struct iw_conn_info info;
 	iw_conn_info(c, &info);
@@ -506,9 +488,8 @@ static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
 	k->qp = qp;
 	k->tcp = tcp;
 	uint64_t now = core_now_ns();
-	core_lock(p->core);
 	int ret = -EINVAL;
-	if (iw_qp_state(qp) != IBV_QPS_INIT)
+	if (iw_qp_state(qp) != IBV_QPS_INIT && iw_qp_state(qp) != IBV_QPS_RTR)
 		goto fail; /* modified meanwhile */
 	struct iw_qp_attr a;
 	iw_qp_get_attr(qp, &a);
@@ -522,7 +503,7 @@ static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
 	ret = iw_qp_set_attr(qp, &a);
 	if (ret < 0)
 		goto fail;
-	ret = start_thread(p);
+	ret = iwp_start_thread(p);
 	if (ret < 0)
 		goto fail;
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL};
@@ -548,14 +529,22 @@ static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
 			k->dead = true;
 	}
 	iwp_progress(p);
-	core_unlock(p->core);
 	return 0;
 fail:
-	core_unlock(p->core);
 	if (k->in_epoll)
 		epoll_ctl(p->epfd, EPOLL_CTL_DEL, io_tcp_fd(tcp), NULL);
 	free(k);
 	io_tcp_abort(tcp);
+	return ret;
+}
+
+/* The handshake is done: the QP takes over the stream (RTS) and joins the loop. */
+static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
+		     const struct iw_conn *c, const uint8_t *left, size_t nleft)
+{
+	core_lock(p->core);
+	int ret = iwp_establish_locked(p, qp, tcp, c, left, nleft);
+	core_unlock(p->core);
 	return ret;
 }
 
@@ -605,10 +594,8 @@ int iwp_accept(struct iwp *p, struct iw_qp *qp, int timeout_ms)
 		return ret;
 
 	struct iw_conn c;
-	struct iw_conn_cfg cfg = {.role = IW_CONN_RESPONDER,
-				  .crc = p->crc,
-				  .max_ird = IW_MAX_IRD,
-				  .max_ord = IW_MAX_ORD};
+	struct iw_conn_cfg cfg = {
+	    .role = IW_CONN_RESPONDER, .crc = p->crc, .max_ird = IW_MAX_IRD, .max_ord = IW_MAX_ORD};
 	uint8_t left[HS_BUF];
 	size_t nleft = 0;
 	ret = iw_conn_init(&c, &cfg, core_now_ns());

@@ -50,6 +50,37 @@ int iwp_accept(struct iwp *p, struct iw_qp *qp, int timeout_ms);
 int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_t port,
 		int timeout_ms);
 
+/* ---- auto-connect (iw_rdv.c; DESIGN.md's extension for socket-exchange programs) ----
+ *
+ * A QP moved to RTR with a peer GID and QPN (ibv_modify_qp, as ibv_rc_pingpong and perftest
+ * without -R do) gets its TCP connection and MPA exchange from softrdma, in the background:
+ * of the two QPs, the one with the lower (GID, QPN) connects to the other's address on the
+ * rendezvous port (TCP, SOFTRDMA_IW_PORT, default 4791), carrying both QPNs in the MPA
+ * Request's private data; the other accepts. Every softrdma process listens on that port
+ * with SO_REUSEPORT; a process that accepts a connection for another process's QP passes the
+ * socket to it over a local socket (abstract name softrdma-iw-<slot>; the slot is the
+ * QPN's bits 16..23, so QPNs are unique per network namespace and user). The connecting side
+ * retries until the peer is ready, for at most SOFTRDMA_IW_CONNECT_TIMEOUT ms (default
+ * 20000); then the QP goes to ERR with IBV_EVENT_QP_FATAL. Sends posted in RTS before the
+ * connection is up are queued. */
+#define IWP_PORT_ENV	 "SOFTRDMA_IW_PORT"
+#define IWP_TIMEOUT_ENV	 "SOFTRDMA_IW_CONNECT_TIMEOUT"
+#define IWP_DEFAULT_PORT 4791
+
+/* The context's QPN slot (1..255), claimed at the first call (not under the lock, or
+ * under it: it only binds a local socket). Returns the slot or -EADDRINUSE (all taken), or
+ * a socket errno. */
+int iwp_slot(struct iwp *p);
+/* Under the lock: starts connecting qp (INIT or RTR) from local to peer / peer_qpn
+ * (addresses IPv4-mapped as io/tcp.h), announcing ird / ord. Returns 0, or -EINVAL (the peer
+ * is qp itself, or qp is connecting already), or the listener's error (-EADDRINUSE: a
+ * program that is not softrdma, or another user, has the rendezvous port). */
+int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
+		     const uint8_t peer[16], uint32_t peer_qpn, uint16_t ird, uint16_t ord);
+
+/* The auto-connect counters ("iw_rdv_*"), for softrdma_query_counters. Under the lock. */
+void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg);
+
 /* The QP leaves the stream (ERR, RESET, destroy): its connection, if any, is reset now.
  * Under the lock. */
 void iwp_qp_detach(struct iwp *p, struct iw_qp *qp);

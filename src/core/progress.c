@@ -116,6 +116,11 @@ uint32_t core_qpn_base(const struct core_ctx *c)
 	return c->qpn_base;
 }
 
+void core_set_qpn_base(struct core_ctx *c, uint32_t base)
+{
+	c->qpn_base = base;
+}
+
 const uint64_t *core_counters(const struct core_ctx *c)
 {
 	return c->counters;

@@ -117,6 +117,14 @@ void iw_qp_get_attr(const struct iw_qp *qp, struct iw_qp_attr *attr);
 void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now);
 enum ibv_qp_state iw_qp_state(const struct iw_qp *qp);
 
+/* Auto-connect (core/iw_rdv.c): while the connection is being made the QP stays in INIT or
+ * RTR; with early_send true, send WRs are accepted there and queued (they start when the
+ * connection moves the QP to RTS), as the consumer already sees the QP in RTS. */
+void iw_qp_set_early_send(struct iw_qp *qp, bool on);
+/* The connection could not be made (or was lost before RTS): ERR, flushing both queues, and
+ * IBV_EVENT_QP_FATAL. */
+void iw_qp_conn_failed(struct iw_qp *qp, uint64_t now);
+
 /* What the MPA exchange (engine/iw_conn.h, RFC 6581 peer-to-peer RTR frames) already used of
  * the stream, applied right after the move to RTS and before any stream byte moves:
  * tx_msn_used[qn] / rx_msn_used[qn] messages were sent / received on untagged queue qn (the
@@ -373,6 +381,9 @@ struct iw_qp {
 
 	/* A zero-length RTR Read sent by the MPA exchange heads the ORQ (iw_qp_set_rtr). */
 	bool rtr_read;
+	/* The verbs consumer moved the QP to RTS while its connection is still being made
+	 * (auto-connect): sends are queued in INIT / RTR and start at the move to RTS. */
+	bool early_send;
 	/* Outbound READs whose request is out, oldest first: SQ indices (siw ORQ). */
 	uint32_t orq[IW_MAX_ORD];
 	uint32_t orq_head, orq_tail;

@@ -378,6 +378,7 @@ void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now)
 	case IBV_QPS_RESET:
 		/* IBA 10.3.1: RESET empties the queues without completions. */
 		qp->state = IBV_QPS_RESET;
+		qp->early_send = false;
 		qp->sq_head = qp->sq_tail = qp->sq_next = 0;
 		if (!qp->init.srq)
 			eng_rq_clear(qp->rq);
@@ -410,6 +411,19 @@ void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now)
 	iw_kick(qp);
 }
 
+void iw_qp_set_early_send(struct iw_qp *qp, bool on)
+{
+	qp->early_send = on;
+}
+
+void iw_qp_conn_failed(struct iw_qp *qp, uint64_t now)
+{
+	(void)now;
+	qp->early_send = false;
+	iw_to_err(qp, true, IBV_EVENT_QP_FATAL, true);
+	iw_kick(qp);
+}
+
 int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
 		  const uint32_t rx_msn_used[IW_QN__COUNT], bool orq_rtr)
 {
@@ -434,7 +448,8 @@ int iw_qp_post_send(struct iw_qp *qp, const struct ibv_send_wr *wr, const struct
 	int err = 0;
 
 	(void)now;
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_ERR) {
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_ERR &&
+	    !(qp->early_send && (qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR))) {
 		*bad = wr;
 		return -EINVAL;
 	}

@@ -1,7 +1,7 @@
 /* iWARP through the verbs API on iwarp_lo: two contexts in one process, connected with the
  * internal listen / accept / connect calls (softrdma.h), then:
  *   - the device looks like an RNIC (transport, node type, no atomics, ORD limits); only RC
- *     QPs, and no RTR / RTS by ibv_modify_qp;
+ *     QPs; RTR without the path attributes is refused (auto-connect: test_iw_autoconnect);
  *   - set-up failures (accept timeout, connection refused, bad address) leave the QPs in INIT;
  *   - idle connections cost no CPU (the progress threads sleep in epoll);
  *   - SEND, RDMA WRITE and RDMA READ at 0, 1, MULPDU-1, MULPDU, MULPDU+1 bytes, 1 MiB and
@@ -272,7 +272,7 @@ static void check_device(struct ibv_device *dev, struct side *s)
 	errno = 0;
 	CHECK(ibv_create_qp(s->pd, &qia) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
-	/* RTS comes from connect / accept only. */
+	/* RTR without the address vector, peer QPN, ...: nothing to connect to. */
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
 	CHECK_EQ(ibv_modify_qp(s->qp, &a, IBV_QP_STATE), EINVAL);
 }

@@ -1,0 +1,75 @@
+/* Inside core/'s iWARP side: what iw_progress.c (the data path, explicit connect / accept)
+ * and iw_rdv.c (auto-connect) share. Not for other layers. */
+#ifndef SOFTRDMA_CORE_IW_INT_H
+#define SOFTRDMA_CORE_IW_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/iw_progress.h"
+#include "engine/iw_conn.h"
+#include "io/tcp.h"
+
+/* The largest handshake read: stream bytes after it go to the QP (`left`). */
+#define HS_BUF 2048
+
+enum conn_phase {
+	PH_OPEN,     /* the QP owns the stream */
+	PH_DRAINING, /* our last bytes (a Terminate) are out and writing is shut down: input is
+			discarded until the peer closes, so that it reads those bytes before a
+			reset (closing with unread input would send one) */
+};
+
+struct iwp_conn {
+	struct iw_qp *qp;
+	struct io_tcp_conn *tcp;
+	uint8_t phase;
+	bool dead;	 /* the connection failed: close it */
+	bool tx_blocked; /* the socket buffer is full: wait for EPOLLOUT */
+	bool more;	 /* a budget ran out: come back at once */
+	bool in_epoll;
+	uint32_t events; /* epoll interest registered */
+	struct iwp_conn *next;
+};
+
+struct iwp {
+	struct core_ctx *core;
+	pthread_mutex_t accept_lock; /* one iwp_accept at a time uses the listener */
+	struct io_tcp_listener *lis;
+	struct iwp_conn *conns;
+	int epfd, kickfd;
+	pthread_t thread;
+	bool has_thread;
+	atomic_bool stop;
+	_Atomic uint64_t last_app;
+	uint8_t crc;	     /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
+	struct iwp_rdv *rdv; /* auto-connect (iw_rdv.c), created at the first QP */
+	uint8_t discard[4096];
+};
+
+/* One non-blocking step of the MPA exchange on tcp: sends what is due, reads what has come,
+ * runs the timer. Returns 1 when the handshake needs the ULP (responder: REQ_RCVD) or is
+ * established with every byte sent (stream bytes that followed it are in left[0..*nleft),
+ * left has HS_BUF bytes); 0 when it must wait for the socket (*events: POLLIN / POLLOUT)
+ * or iw_conn_deadline; or the handshake's error. Any thread; c and tcp are the caller's. */
+int iwp_hs_step(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t now, uint8_t *left,
+		size_t *nleft, short *events);
+
+/* Under the lock: the handshake c on tcp is done; qp (INIT or RTR) takes over the stream
+ * (RTS, attributes from MPA) and joins the loop. Takes tcp in every case (reset on failure).
+ * Returns 0, or -EINVAL (the QP was modified meanwhile), -ENOMEM, ... */
+int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
+			 const struct iw_conn *c, const uint8_t *left, size_t nleft);
+
+/* Under the lock: the data-path thread and its epoll set, if not yet there. */
+int iwp_start_thread(struct iwp *p);
+
+/* iw_rdv.c: frees the auto-connect state (threads stopped, sockets closed). Not under the
+ * lock. */
+void iwp_rdv_destroy(struct iwp *p);
+/* Under the lock: qp leaves auto-connect (detach, ERR, RESET, destroy). */
+void iwp_rdv_cancel(struct iwp *p, struct iw_qp *qp);
+
+#endif

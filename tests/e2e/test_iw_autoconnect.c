@@ -1,0 +1,507 @@
+/* iWARP auto-connect (core/iw_progress.h): QPs on iwarp_lo connected the way socket-exchange
+ * programs connect RoCE QPs - ibv_modify_qp to RTR with the peer's GID and QPN, then RTS -
+ * with softrdma making the TCP connection and the MPA exchange in the background.
+ *   - a SEND posted in RTS before the peer QP exists waits for the connection and arrives;
+ *     the QP shows RTS meanwhile;
+ *   - SEND, RDMA WRITE and RDMA READ both ways at 0 B, 1 B, 64 KiB and 4 MiB, every byte
+ *     checked; both the connecting and the accepting side initiate;
+ *   - 6 QP pairs between two contexts at once, with CRC32c required on both sides;
+ *   - a QP's peer never comes: after SOFTRDMA_IW_CONNECT_TIMEOUT the QP is in ERR, the
+ *     async event is QP_FATAL, posted WRs are flushed (passive and active side);
+ *   - a QP pointed at itself is refused (EINVAL); atomics are refused at post;
+ *   - between processes: two passive processes listen on the rendezvous port (SO_REUSEPORT);
+ *     16 connections from a third are spread over them by the kernel, so some land in the
+ *     wrong process and are passed to the owner (counted): every message arrives.
+ * The rendezvous port is random per run (SOFTRDMA_IW_PORT), so parallel runs do not meet.
+ * Every wait is bounded. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "softrdma.h"
+
+#define MiB	 (1u << 20)
+#define BUF_SIZE (8 * MiB + 4096)
+#define WAIT_MS	 15000
+#define NPAIR	 6
+#define NFWD	 8 /* QPs per passive child in the multi-process case */
+
+struct dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint8_t gid[16];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static struct ibv_device *find_dev(const char *name)
+{
+	int n;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	REQUIRE(l);
+	struct ibv_device *d = NULL;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			d = l[i];
+	/* The list may be freed: softrdma's devices outlive it. */
+	ibv_free_device_list(l);
+	REQUIRE(d);
+	return d;
+}
+
+static void dev_open(struct dev *d, size_t bufsize)
+{
+	memset(d, 0, sizeof(*d));
+	d->ctx = ibv_open_device(find_dev("iwarp_lo"));
+	REQUIRE(d->ctx);
+	d->pd = ibv_alloc_pd(d->ctx);
+	d->cq = ibv_create_cq(d->ctx, 1024, NULL, NULL, 0);
+	d->buf = calloc(1, bufsize);
+	REQUIRE(d->pd && d->cq && d->buf);
+	d->mr =
+	    ibv_reg_mr(d->pd, d->buf, bufsize,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	REQUIRE(d->mr);
+	union ibv_gid g;
+	REQUIRE(ibv_query_gid(d->ctx, 1, 0, &g) == 0);
+	memcpy(d->gid, g.raw, 16);
+}
+
+static void dev_close(struct dev *d)
+{
+	CHECK_EQ(ibv_dereg_mr(d->mr), 0);
+	CHECK_EQ(ibv_destroy_cq(d->cq), 0);
+	CHECK_EQ(ibv_dealloc_pd(d->pd), 0);
+	CHECK_EQ(ibv_close_device(d->ctx), 0);
+	free(d->buf);
+}
+
+static struct ibv_qp *qp_new(struct dev *d)
+{
+	struct ibv_qp_init_attr qia = {
+	    .send_cq = d->cq,
+	    .recv_cq = d->cq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp *qp = ibv_create_qp(d->pd, &qia);
+	REQUIRE(qp);
+	/* As perftest: REMOTE_ATOMIC is accepted on iWARP (and means nothing). */
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+				.port_num = 1,
+				.qp_access_flags =
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC};
+	REQUIRE(ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS) == 0);
+	return qp;
+}
+
+/* INIT -> RTR -> RTS as ibv_rc_pingpong does it. Returns ibv_modify_qp's result for RTR. */
+static int qp_connect(struct ibv_qp *qp, const uint8_t peer_gid[16], uint32_t peer_qpn)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
+				.path_mtu = IBV_MTU_1024,
+				.dest_qp_num = peer_qpn,
+				.rq_psn = 0,
+				.max_dest_rd_atomic = 1,
+				.min_rnr_timer = 12,
+				.ah_attr = {.is_global = 1, .port_num = 1}};
+	memcpy(a.ah_attr.grh.dgid.raw, peer_gid, 16);
+	a.ah_attr.grh.hop_limit = 1;
+	int r = ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (r)
+		return r;
+	struct ibv_qp_attr b = {.qp_state = IBV_QPS_RTS,
+				.timeout = 14,
+				.retry_cnt = 7,
+				.rnr_retry = 7,
+				.sq_psn = 0,
+				.max_rd_atomic = 1};
+	REQUIRE(ibv_modify_qp(qp, &b,
+			      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	return 0;
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	REQUIRE(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
+	return a.qp_state;
+}
+
+static struct ibv_wc wait_wc(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	uint64_t stop = now_ms() + WAIT_MS;
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		REQUIRE(n >= 0);
+		if (n == 1)
+			return wc;
+		REQUIRE(now_ms() < stop);
+	}
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *addr, uint32_t len,
+		      uint64_t id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
+	REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
+}
+
+static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op, uint8_t *addr,
+		     uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad = NULL;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* Buffer regions: 0 send source / recv target, 1 write / read area. */
+#define R_MSG  0
+#define R_RDMA (4 * MiB + 1024)
+
+/* One SEND, WRITE and READ from `from` to `to` at len bytes, every byte checked. */
+static void transfers(struct dev *df, struct ibv_qp *from, struct dev *dt, struct ibv_qp *to,
+		      uint32_t len, uint32_t seed)
+{
+	uint8_t *src = df->buf + R_MSG, *dst = dt->buf + R_MSG;
+	fill(src, len, seed);
+	memset(dst, 0, len + 1);
+	post_recv(to, dt->mr, dst, len + 1, 100);
+	REQUIRE(post_send(from, df->mr, IBV_WR_SEND, src, len, 0, 0, 1) == 0);
+	struct ibv_wc w = wait_wc(df->cq);
+	CHECK_EQ(w.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w.wr_id, 1);
+	w = wait_wc(dt->cq);
+	CHECK_EQ(w.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w.opcode, IBV_WC_RECV);
+	CHECK_EQ(w.byte_len, len);
+	CHECK_MEM(dst, src, len);
+
+	/* WRITE src -> to's RDMA area, then READ it back into from's RDMA area. */
+	uint8_t *rsrc = df->buf + R_MSG, *tgt = dt->buf + R_RDMA, *back = df->buf + R_RDMA;
+	fill(rsrc, len, seed + 1);
+	memset(tgt, 0, len + 8);
+	REQUIRE(post_send(from, df->mr, IBV_WR_RDMA_WRITE, rsrc, len, (uintptr_t)tgt, dt->mr->rkey,
+			  2) == 0);
+	w = wait_wc(df->cq);
+	CHECK_EQ(w.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w.opcode, IBV_WC_RDMA_WRITE);
+	/* A WRITE completes when its bytes are handed to TCP (iWARP, as siw): it is known to
+	 * be placed once the READ behind it on the same stream has come back. */
+	memset(back, 0xEE, len);
+	REQUIRE(post_send(from, df->mr, IBV_WR_RDMA_READ, back, len, (uintptr_t)tgt, dt->mr->rkey,
+			  3) == 0);
+	w = wait_wc(df->cq);
+	CHECK_EQ(w.status, IBV_WC_SUCCESS);
+	CHECK_EQ(w.opcode, IBV_WC_RDMA_READ);
+	CHECK_EQ(w.byte_len, len);
+	CHECK_MEM(back, rsrc, len);
+	CHECK_MEM(tgt, rsrc, len);
+	CHECK_EQ(tgt[len], 0); /* nothing past the end */
+}
+
+static uint64_t counter(struct ibv_context *ctx, const char *name)
+{
+	uint64_t v = softrdma_counter(ctx, NULL, name);
+	REQUIRE(v != UINT64_MAX);
+	return v;
+}
+
+static void test_pair(void)
+{
+	struct dev A, B;
+	dev_open(&A, BUF_SIZE);
+	dev_open(&B, BUF_SIZE);
+	struct ibv_qp *qa = qp_new(&A), *qb = qp_new(&B);
+	CHECK(qa->qp_num != qb->qp_num);
+	CHECK((qa->qp_num >> 16) != (qb->qp_num >> 16)); /* one slot per context */
+
+	/* A goes to RTS and sends before B's QP is even in RTR. */
+	REQUIRE(qp_connect(qa, B.gid, qb->qp_num) == 0);
+	CHECK_EQ(qp_state(qa), IBV_QPS_RTS);
+	CHECK_EQ(qa->state, IBV_QPS_RTS);
+	fill(A.buf, 1000, 7);
+	REQUIRE(post_send(qa, A.mr, IBV_WR_SEND, A.buf, 1000, 0, 0, 50) == 0);
+	struct timespec ts = {0, 50 * 1000000};
+	nanosleep(&ts, NULL);
+	struct ibv_wc wc;
+	CHECK_EQ(ibv_poll_cq(A.cq, 1, &wc), 0); /* nothing can have completed */
+	post_recv(qb, B.mr, B.buf, 1000, 51);
+	REQUIRE(qp_connect(qb, A.gid, qa->qp_num) == 0);
+	wc = wait_wc(A.cq);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 50);
+	wc = wait_wc(B.cq);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, 1000);
+	CHECK_MEM(B.buf, A.buf, 1000);
+	CHECK_EQ(qp_state(qb), IBV_QPS_RTS);
+	/* A's QPN is the lower: A connected, B accepted. */
+	CHECK_EQ(counter(A.ctx, "iw_rdv_established_active"), 1);
+	CHECK_EQ(counter(B.ctx, "iw_rdv_established_passive"), 1);
+
+	static const uint32_t sizes[] = {0, 1, 65536, 4 * MiB};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		transfers(&A, qa, &B, qb, sizes[i], (uint32_t)i * 10);
+		transfers(&B, qb, &A, qa, sizes[i], (uint32_t)i * 10 + 5);
+	}
+	/* Atomics: iWARP has none; refused at post, as on siw. */
+	CHECK_EQ(post_send(qa, A.mr, IBV_WR_ATOMIC_FETCH_AND_ADD, A.buf, 8, (uintptr_t)B.buf,
+			   B.mr->rkey, 9),
+		 EINVAL);
+	/* A QP aimed at itself. */
+	struct ibv_qp *self = qp_new(&A);
+	CHECK_EQ(qp_connect(self, A.gid, self->qp_num), EINVAL);
+	CHECK_EQ(qp_state(self), IBV_QPS_INIT);
+	CHECK_EQ(ibv_destroy_qp(self), 0);
+
+	/* Several pairs at once, some still connecting while others start. */
+	struct ibv_qp *pa[NPAIR], *pb[NPAIR];
+	for (int i = 0; i < NPAIR; i++) {
+		pa[i] = qp_new(&A);
+		pb[i] = qp_new(&B);
+	}
+	for (int i = 0; i < NPAIR; i++) {
+		/* Alternate which side goes first. */
+		struct ibv_qp *first = i % 2 ? pb[i] : pa[i], *second = i % 2 ? pa[i] : pb[i];
+		const uint8_t *g1 = i % 2 ? A.gid : B.gid, *g2 = i % 2 ? B.gid : A.gid;
+		REQUIRE(qp_connect(first, g1, second->qp_num) == 0);
+		REQUIRE(qp_connect(second, g2, first->qp_num) == 0);
+	}
+	for (int i = 0; i < NPAIR; i++) {
+		uint8_t *dst = B.buf + 64 * (size_t)i;
+		post_recv(pb[i], B.mr, dst, 64, 200 + (uint64_t)i);
+		fill(A.buf + 4096 + 64 * (size_t)i, 64, 300 + (uint32_t)i);
+		REQUIRE(post_send(pa[i], A.mr, IBV_WR_SEND, A.buf + 4096 + 64 * (size_t)i, 64, 0, 0,
+				  400 + (uint64_t)i) == 0);
+	}
+	int got = 0;
+	for (int i = 0; i < 2 * NPAIR; i++) {
+		struct ibv_wc w = wait_wc(i < NPAIR ? A.cq : B.cq);
+		CHECK_EQ(w.status, IBV_WC_SUCCESS);
+		got++;
+	}
+	CHECK_EQ(got, 2 * NPAIR);
+	for (int i = 0; i < NPAIR; i++)
+		CHECK_MEM(B.buf + 64 * (size_t)i, A.buf + 4096 + 64 * (size_t)i, 64);
+	CHECK_EQ(counter(A.ctx, "iw_rdv_timeouts") + counter(B.ctx, "iw_rdv_timeouts"), 0);
+	for (int i = 0; i < NPAIR; i++) {
+		CHECK_EQ(ibv_destroy_qp(pa[i]), 0);
+		CHECK_EQ(ibv_destroy_qp(pb[i]), 0);
+	}
+	CHECK_EQ(ibv_destroy_qp(qa), 0);
+	CHECK_EQ(ibv_destroy_qp(qb), 0);
+	dev_close(&A);
+	dev_close(&B);
+}
+
+/* The peer never comes: ERR, QP_FATAL, flushed WRs. peer_qpn below ours makes us the
+ * accepting side; above (in a slot nobody owns), the connecting side. */
+static void test_timeout(uint32_t peer_qpn, bool expect_active)
+{
+	struct dev A;
+	dev_open(&A, 1 << 16);
+	struct ibv_qp *qp = qp_new(&A);
+	uint64_t t0 = now_ms();
+	REQUIRE(qp_connect(qp, A.gid, peer_qpn) == 0);
+	post_recv(qp, A.mr, A.buf, 64, 1);
+	REQUIRE(post_send(qp, A.mr, IBV_WR_SEND, A.buf + 64, 8, 0, 0, 2) == 0);
+	struct ibv_async_event ev;
+	REQUIRE(ibv_get_async_event(A.ctx, &ev) == 0); /* blocks until the timeout */
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_FATAL);
+	CHECK(ev.element.qp == qp);
+	ibv_ack_async_event(&ev);
+	uint64_t took = now_ms() - t0;
+	CHECK(took >= 250 && took < 5000);
+	CHECK_EQ(qp_state(qp), IBV_QPS_ERR);
+	int flushed = 0;
+	for (int i = 0; i < 2; i++) {
+		struct ibv_wc w = wait_wc(A.cq);
+		CHECK_EQ(w.status, IBV_WC_WR_FLUSH_ERR);
+		flushed++;
+	}
+	CHECK_EQ(flushed, 2);
+	CHECK_EQ(counter(A.ctx, "iw_rdv_timeouts"), 1);
+	if (expect_active)
+		CHECK(counter(A.ctx, "iw_rdv_retries") > 0);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	dev_close(&A);
+}
+
+/* ---- between processes ---- */
+
+struct msg {
+	uint32_t qpn[NFWD];
+	uint64_t passed_in;
+};
+
+static void xwrite(int fd, const void *p, size_t n)
+{
+	REQUIRE(write(fd, p, n) == (ssize_t)n);
+}
+
+static void xread(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)p + got, n - got);
+		REQUIRE(r > 0);
+		got += (size_t)r;
+	}
+}
+
+/* A passive child: NFWD QPs aimed at the parent's, each receives one SEND and checks it. */
+static int child(int rd, int wr, const uint32_t parent_qpn[NFWD], int idx)
+{
+	struct dev D;
+	dev_open(&D, 1 << 16);
+	struct ibv_qp *qp[NFWD];
+	struct msg m = {0};
+	for (int i = 0; i < NFWD; i++) {
+		qp[i] = qp_new(&D);
+		m.qpn[i] = qp[i]->qp_num;
+		post_recv(qp[i], D.mr, D.buf + 128 * (size_t)i, 128, (uint64_t)i);
+	}
+	/* Tell the parent our QPNs (it aims its QPs at them), then go to RTR / RTS. */
+	for (int i = 0; i < NFWD; i++)
+		REQUIRE(qp_connect(qp[i], D.gid, parent_qpn[idx * NFWD + i]) == 0);
+	xwrite(wr, &m, sizeof(m));
+	for (int i = 0; i < NFWD; i++) {
+		struct ibv_wc w = wait_wc(D.cq);
+		CHECK_EQ(w.status, IBV_WC_SUCCESS);
+		CHECK_EQ(w.byte_len, 100);
+		uint8_t want[100];
+		fill(want, 100, 1000 + (uint32_t)(idx * NFWD) + (uint32_t)w.wr_id);
+		CHECK_MEM(D.buf + 128 * w.wr_id, want, 100);
+	}
+	m.passed_in = counter(D.ctx, "iw_rdv_passed_in");
+	xwrite(wr, &m, sizeof(m));
+	char c;
+	xread(rd, &c, 1); /* the parent has its completions: tear down */
+	for (int i = 0; i < NFWD; i++)
+		CHECK_EQ(ibv_destroy_qp(qp[i]), 0);
+	dev_close(&D);
+	return check_exit();
+}
+
+static void test_processes(void)
+{
+	/* The parent's context first: the lowest slot, so its QPs connect (active) and the
+	 * children's accept. */
+	struct dev P;
+	dev_open(&P, 1 << 16);
+	struct ibv_qp *qp[2 * NFWD];
+	uint32_t qpn[2 * NFWD];
+	for (int i = 0; i < 2 * NFWD; i++) {
+		qp[i] = qp_new(&P);
+		qpn[i] = qp[i]->qp_num;
+	}
+	int up[2][2], down[2][2];
+	pid_t pid[2];
+	for (int c = 0; c < 2; c++) {
+		REQUIRE(pipe(up[c]) == 0 && pipe(down[c]) == 0);
+		pid[c] = fork();
+		REQUIRE(pid[c] >= 0);
+		if (pid[c] == 0) {
+			alarm(60); /* never outlive a hung parent */
+			_exit(child(down[c][0], up[c][1], qpn, c));
+		}
+	}
+	struct msg m[2];
+	for (int c = 0; c < 2; c++)
+		xread(up[c][0], &m[c], sizeof(m[c]));
+	/* Both children listen now: connect to all 16 QPs and send. */
+	for (int c = 0; c < 2; c++) {
+		for (int i = 0; i < NFWD; i++) {
+			struct ibv_qp *q = qp[c * NFWD + i];
+			REQUIRE(qp_connect(q, P.gid, m[c].qpn[i]) == 0);
+			uint8_t *src = P.buf + 128 * (size_t)(c * NFWD + i);
+			fill(src, 100, 1000 + (uint32_t)(c * NFWD + i));
+			REQUIRE(post_send(q, P.mr, IBV_WR_SEND, src, 100, 0, 0, 0) == 0);
+		}
+	}
+	for (int i = 0; i < 2 * NFWD; i++) {
+		struct ibv_wc w = wait_wc(P.cq);
+		CHECK_EQ(w.status, IBV_WC_SUCCESS);
+	}
+	uint64_t passed = 0;
+	for (int c = 0; c < 2; c++) {
+		xread(up[c][0], &m[c], sizeof(m[c]));
+		passed += m[c].passed_in;
+		xwrite(down[c][1], "x", 1);
+	}
+	for (int c = 0; c < 2; c++) {
+		int st;
+		REQUIRE(waitpid(pid[c], &st, 0) == pid[c]);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(up[c][0]);
+		close(up[c][1]);
+		close(down[c][0]);
+		close(down[c][1]);
+	}
+	/* The kernel spreads the 16 connections over both listeners (and ours): some must have
+	 * reached the wrong process (probability of none: about 2^-16). */
+	printf("multi-process: %llu of %d connections passed between processes\n",
+	       (unsigned long long)passed, 2 * NFWD);
+	CHECK(passed > 0);
+	CHECK_EQ(counter(P.ctx, "iw_rdv_established_active"), 2 * NFWD);
+	for (int i = 0; i < 2 * NFWD; i++)
+		CHECK_EQ(ibv_destroy_qp(qp[i]), 0);
+	dev_close(&P);
+}
+
+int main(void)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
+	setenv("SOFTRDMA_IW_PORT", port, 1);
+	setenv("SOFTRDMA_IW_CRC", "on", 1);
+	test_pair();
+	setenv("SOFTRDMA_IW_CRC", "peer", 1);
+	test_processes();
+	setenv("SOFTRDMA_IW_CONNECT_TIMEOUT", "300", 1);
+	test_timeout(0x000002, false);
+	test_timeout(0xFE0001, true);
+	return check_exit();
+}
