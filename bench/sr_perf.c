@@ -104,7 +104,8 @@ int main(int argc, char **argv)
 	const char *dev_name = "roce_lo", *test = "lat";
 	int port = 18700, c;
 	long size = -1, iters = -1;
-	while ((c = getopt(argc, argv, "t:d:p:s:n:h")) != -1) {
+	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	while ((c = getopt_long(argc, argv, "t:d:p:s:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			test = optarg;
@@ -122,8 +123,15 @@ int main(int argc, char **argv)
 			iters = atol(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: sr_perf -t lat|bw [-d dev] [-p port] [-s bytes] "
-					"[-n iters] [server_ip]\n");
+			fprintf(c == 'h' ? stdout : stderr,
+				"usage: sr_perf -t lat|wlat|bw [-d dev] [-p port] [-s bytes] [-n "
+				"iters] "
+				"[server_ip]\n"
+				"  -t  lat: SEND ping-pong; wlat: RDMA WRITE ping-pong (target "
+				"spins on "
+				"memory); bw: 64 KiB RDMA WRITEs\n"
+				"  -d  device (default roce_lo; iwarp_lo for iWARP)\n"
+				"  without server_ip: act as the server\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}

@@ -20,7 +20,8 @@ static const char *const usage_text =
 static const char *const devices_usage =
     "usage: softrdma devices [-v] [-d NAME]\n"
     "\n"
-    "Lists one RoCEv2 device per network interface with an IPv4 address (lo included).\n"
+    "Lists the devices of each network interface with an IPv4 address (lo included):\n"
+    "roce_<if> (RoCEv2) and iwarp_<if> (iWARP over TCP).\n"
     "  -d, --device NAME   show only this device (e.g. roce_lo)\n"
     "  -v, --verbose       device limits and the GID table too\n"
     "  -h, --help          this text\n";
