@@ -9,6 +9,8 @@
  *   - a QP's peer never comes: after SOFTRDMA_IW_CONNECT_TIMEOUT the QP is in ERR, the
  *     async event is QP_FATAL, posted WRs are flushed (passive and active side);
  *   - a QP pointed at itself is refused (EINVAL); atomics are refused at post;
+ *   - garbage on the rendezvous port (not MPA, a foreign MPA Request, a Request for a QPN
+ *     slot no process owns) is closed and counted, and QPs keep connecting;
  *   - between processes: two passive processes listen on the rendezvous port (SO_REUSEPORT);
  *     16 connections from a third are spread over them by the kernel, so some land in the
  *     wrong process and are passed to the owner (counted): every message arrives.
@@ -20,6 +22,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -248,6 +253,60 @@ static uint64_t counter(struct ibv_context *ctx, const char *name)
 	return v;
 }
 
+/* Sends bytes to the rendezvous port from a plain socket, then waits (bounded) for the
+ * listener to close the connection. */
+static void hostile(const void *bytes, size_t n)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	REQUIRE(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)atoi(getenv("SOFTRDMA_IW_PORT")))};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(write(fd, bytes, n) == (ssize_t)n);
+	struct timeval tv = {5, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	char buf[64];
+	ssize_t r = read(fd, buf, sizeof(buf));
+	CHECK(r <= 0); /* closed (EOF or reset) without an answer */
+	close(fd);
+}
+
+/* An MPA revision 2 Request with the auto-connect block: dst QPN, version. */
+static size_t mpa_request(uint8_t *b, uint32_t dst, uint8_t version)
+{
+	memcpy(b, "MPA ID Req Frame", 16);
+	b[16] = 0;
+	b[17] = 2;
+	b[18] = 0;
+	b[19] = 20; /* IRD/ORD block + 16 */
+	memset(b + 20, 0, 24);
+	b[20] = 0x80; /* IRD 1, peer-to-peer off */
+	b[21] = 1;
+	b[23] = 1;
+	memcpy(b + 24, "sRDV", 4);
+	b[28] = version;
+	for (int i = 0; i < 4; i++)
+		b[32 + i] = (uint8_t)(dst >> (24 - 8 * i));
+	b[39] = 1; /* src QPN 1 */
+	return 44;
+}
+
+static void test_hostile(struct dev *listener)
+{
+	uint64_t not_ours = counter(listener->ctx, "iw_rdv_drop_not_ours");
+	uint64_t pass_failed = counter(listener->ctx, "iw_rdv_pass_failed");
+	static const char http[] = "GET / HTTP/1.0\r\n\r\n";
+	hostile(http, sizeof(http) - 1);
+	uint8_t req[64];
+	size_t n = mpa_request(req, 0x010001, 9); /* a version we do not speak */
+	hostile(req, n);
+	n = mpa_request(req, 0xC80001, 1); /* slot 200: nobody */
+	hostile(req, n);
+	CHECK_EQ(counter(listener->ctx, "iw_rdv_drop_not_ours"), not_ours + 2);
+	CHECK_EQ(counter(listener->ctx, "iw_rdv_pass_failed"), pass_failed + 1);
+}
+
 static void test_pair(void)
 {
 	struct dev A, B;
@@ -280,6 +339,8 @@ static void test_pair(void)
 	/* A's QPN is the lower: A connected, B accepted. */
 	CHECK_EQ(counter(A.ctx, "iw_rdv_established_active"), 1);
 	CHECK_EQ(counter(B.ctx, "iw_rdv_established_passive"), 1);
+	/* B listens (its QPNs are the higher): hostile peers on its port change nothing. */
+	test_hostile(&B);
 
 	static const uint32_t sizes[] = {0, 1, 65536, 4 * MiB};
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
