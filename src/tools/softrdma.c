@@ -1,6 +1,6 @@
 /* The softrdma command line: `softrdma devices [-v] [-d NAME]` lists the RDMA devices
- * softrdma offers on this machine, in the style of ibv_devinfo. Written on the standard verbs
- * API only. */
+ * softrdma offers on this machine, in the style of ibv_devinfo (written on the standard verbs
+ * API only); `softrdma run -- PROGRAM` runs an unmodified RDMA program on softrdma (run.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -9,11 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/tools.h"
+
 static const char *const usage_text =
     "usage: softrdma <command> [options]\n"
     "\n"
     "commands:\n"
     "  devices [-v] [-d NAME]   list the RDMA devices softrdma offers (like ibv_devinfo)\n"
+    "  run [--transport T] -- PROGRAM [ARGS]\n"
+    "                           run an unmodified RDMA program on softrdma\n"
     "\n"
     "Run 'softrdma <command> --help' for a command's options.\n";
 
@@ -170,6 +174,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "devices"))
 		return cmd_devices(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
 	fprintf(stderr, "softrdma: unknown command '%s'\n\n%s", argv[1], usage_text);
 	return 2;
 }

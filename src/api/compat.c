@@ -1,0 +1,355 @@
+/* The rest of libibverbs' public interface (rdma-core 44's IBVERBS_1.x nodes, see
+ * ../shared/spec/verbs-abi.md), so that softrdma can stand in for libibverbs.so.1: small
+ * helpers done properly (rates, fork, GID table), kernel-interface helpers that have no
+ * meaning without a kernel (no-ops), and features softrdma does not have yet, which fail with
+ * the errno rdma-core gives for an unsupported operation (EOPNOTSUPP). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "api/api.h"
+
+/* ---- rates (IBTA static rate encoding) ---- */
+
+static const struct {
+	enum ibv_rate rate;
+	int mult; /* multiple of 2.5 Gbit/s, 0: not a multiple */
+	int mbps;
+} rates[] = {
+    {IBV_RATE_2_5_GBPS, 1, 2500},     {IBV_RATE_5_GBPS, 2, 5000},
+    {IBV_RATE_10_GBPS, 4, 10000},     {IBV_RATE_20_GBPS, 8, 20000},
+    {IBV_RATE_30_GBPS, 12, 30000},    {IBV_RATE_40_GBPS, 16, 40000},
+    {IBV_RATE_60_GBPS, 24, 60000},    {IBV_RATE_80_GBPS, 32, 80000},
+    {IBV_RATE_120_GBPS, 48, 120000},  {IBV_RATE_14_GBPS, 0, 14062},
+    {IBV_RATE_56_GBPS, 0, 56250},     {IBV_RATE_112_GBPS, 0, 112500},
+    {IBV_RATE_168_GBPS, 0, 168750},   {IBV_RATE_25_GBPS, 10, 25781},
+    {IBV_RATE_100_GBPS, 40, 103125},  {IBV_RATE_200_GBPS, 80, 206250},
+    {IBV_RATE_300_GBPS, 120, 309375}, {IBV_RATE_28_GBPS, 0, 28125},
+    {IBV_RATE_50_GBPS, 20, 53125},    {IBV_RATE_400_GBPS, 160, 425000},
+    {IBV_RATE_600_GBPS, 240, 637500},
+};
+#define NRATES (sizeof(rates) / sizeof(rates[0]))
+
+int ibv_rate_to_mult(enum ibv_rate rate)
+{
+	for (size_t i = 0; i < NRATES; i++)
+		if (rates[i].rate == rate && rates[i].mult)
+			return rates[i].mult;
+	return -1;
+}
+
+enum ibv_rate mult_to_ibv_rate(int mult)
+{
+	for (size_t i = 0; i < NRATES; i++)
+		if (rates[i].mult && rates[i].mult == mult)
+			return rates[i].rate;
+	return IBV_RATE_MAX;
+}
+
+int ibv_rate_to_mbps(enum ibv_rate rate)
+{
+	for (size_t i = 0; i < NRATES; i++)
+		if (rates[i].rate == rate)
+			return rates[i].mbps;
+	return -1;
+}
+
+enum ibv_rate mbps_to_ibv_rate(int mbps)
+{
+	for (size_t i = 0; i < NRATES; i++)
+		if (rates[i].mbps == mbps)
+			return rates[i].rate;
+	return IBV_RATE_MAX;
+}
+
+/* ---- fork: softrdma's memory is ordinary memory, nothing to protect ---- */
+
+int ibv_fork_init(void)
+{
+	return 0;
+}
+
+int ibv_dofork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dontfork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+
+enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+/* ---- the kernel interface: there is none ---- */
+
+const char *ibv_get_sysfs_path(void);
+const char *ibv_get_sysfs_path(void)
+{
+	return "/sys";
+}
+
+/* No sysfs files describe softrdma's devices (ibv_devinfo then omits board_id). */
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
+{
+	(void)dir;
+	(void)file;
+	(void)buf;
+	(void)size;
+	return -1;
+}
+
+/* Conversions from kernel command structures, used by the kernel-backed librdmacm only. */
+void ibv_copy_path_rec_from_kern(void *dst, const void *src);
+void ibv_copy_path_rec_from_kern(void *dst, const void *src)
+{
+	(void)dst;
+	(void)src;
+}
+
+void ibv_copy_path_rec_to_kern(void *dst, const void *src);
+void ibv_copy_path_rec_to_kern(void *dst, const void *src)
+{
+	(void)dst;
+	(void)src;
+}
+
+void ibv_copy_qp_attr_from_kern(void *dst, const void *src);
+void ibv_copy_qp_attr_from_kern(void *dst, const void *src)
+{
+	(void)dst;
+	(void)src;
+}
+
+void ibv_copy_ah_attr_from_kern(void *dst, const void *src);
+void ibv_copy_ah_attr_from_kern(void *dst, const void *src)
+{
+	(void)dst;
+	(void)src;
+}
+
+struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	(void)cmd_fd;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
+{
+	(void)context;
+	(void)pd_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	(void)pd;
+	(void)mr_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
+{
+	(void)context;
+	(void)dm_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	(void)pd;
+}
+
+void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	(void)mr;
+}
+
+void ibv_unimport_dm(struct ibv_dm *dm)
+{
+	(void)dm;
+}
+
+/* ---- devices and GIDs ---- */
+
+int ibv_get_device_index(struct ibv_device *device)
+{
+	int n, i = 0;
+	for (struct sr_device *d = sr_device_list(&n); d; d = d->next, i++)
+		if (&d->ibdev == device)
+			return i;
+	return -1;
+}
+
+/* driver.h's enum ibv_gid_type_sysfs: IB / RoCE v1 = 0, RoCE v2 = 1 (ibv_devinfo). */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       int *type);
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, int *type)
+{
+	struct ibv_gid_entry e;
+	int r = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	return 0;
+}
+
+ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
+			     size_t max_entries, uint32_t flags, size_t entry_size)
+{
+	if (!context || (max_entries && !entries) || flags || entry_size < sizeof(*entries))
+		return -EINVAL;
+	size_t n = 0;
+	for (uint32_t i = 0; n < max_entries; i++) {
+		int r = _ibv_query_gid_ex(
+		    context, 1, i, (struct ibv_gid_entry *)((char *)entries + n * entry_size), 0,
+		    entry_size);
+		if (r == ENODATA)
+			break;
+		if (r)
+			return -r;
+		n++;
+	}
+	return (ssize_t)n;
+}
+
+int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
+				uint8_t eth_mac[6], uint16_t *vid)
+{
+	/* softrdma sends through the kernel's IP stack: it never needs the peer's MAC. */
+	(void)context;
+	(void)attr;
+	(void)eth_mac;
+	(void)vid;
+	return EOPNOTSUPP;
+}
+
+/* ---- not (yet) supported ---- */
+
+/* Address handles belong to UD QPs, which come with issue 4. */
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	(void)pd;
+	(void)attr;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	(void)ah;
+	return EINVAL;
+}
+
+int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
+{
+	(void)context;
+	(void)port_num;
+	(void)wc;
+	(void)grh;
+	(void)ah_attr;
+	return EOPNOTSUPP;
+}
+
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+				     uint8_t port_num)
+{
+	(void)pd;
+	(void)wc;
+	(void)grh;
+	(void)port_num;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		 int access)
+{
+	(void)mr;
+	(void)flags;
+	(void)pd;
+	(void)addr;
+	(void)length;
+	(void)access;
+	return IBV_REREG_MR_ERR_INPUT; /* as providers without rereg */
+}
+
+struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+				 int fd, int access)
+{
+	(void)pd;
+	(void)offset;
+	(void)length;
+	(void)iova;
+	(void)fd;
+	(void)access;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp;
+	(void)gid;
+	(void)lid;
+	return EOPNOTSUPP;
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp;
+	(void)gid;
+	(void)lid;
+	return EOPNOTSUPP;
+}
+
+int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	return EOPNOTSUPP;
+}
+
+int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	return EOPNOTSUPP;
+}
+
+/* QPs with the ibv_wr_* interface (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) are not offered. */
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	(void)qp;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	(void)qp;
+	(void)op;
+	(void)flags;
+	/* RoCE places in PSN order and iWARP in stream order, but neither promises that a
+	 * polled receive implies every earlier byte is in memory in order: say no, as rxe. */
+	return 0;
+}

@@ -1,0 +1,120 @@
+/* `softrdma run`: starts an unmodified RDMA program on softrdma, by putting softrdma's
+ * libibverbs.so.1 and librdmacm.so.1 (the drop-in libraries, abi/) first on the program's
+ * library path. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/tools.h"
+
+static const char *const run_usage =
+    "usage: softrdma run [--transport roce|iwarp] [--libdir DIR] [-v] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM (ibv_rc_pingpong, ib_send_lat, rping, your own verbs program...) unmodified\n"
+    "on softrdma: its libibverbs.so.1 and librdmacm.so.1 are softrdma's.\n"
+    "  --transport T   roce (default) or iwarp: which device rdma_cm uses where an address has\n"
+    "                  both (programs that name a device with -d choose it themselves)\n"
+    "  --libdir DIR    where softrdma's libibverbs.so.1 is (default: next to this program,\n"
+    "                  in lib/ or ../lib/softrdma/)\n"
+    "  -v, --verbose   print the environment given to PROGRAM\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "Example (two terminals, or & for the first):\n"
+    "  softrdma run -- ibv_rc_pingpong -d roce_lo -g 0\n"
+    "  softrdma run -- ibv_rc_pingpong -d roce_lo -g 0 127.0.0.1\n";
+
+static int has_lib(const char *dir)
+{
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/libibverbs.so.1", dir);
+	return access(p, R_OK) == 0;
+}
+
+/* The directory of our drop-in libraries, or NULL. */
+static const char *find_libdir(char *buf, size_t len)
+{
+	char exe[PATH_MAX - 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	static const char *const rel[] = {"lib", "../lib/softrdma"};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(buf, len, "%s/%s", exe, rel[i]);
+		if (has_lib(buf))
+			return buf;
+	}
+	return NULL;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {{"transport", required_argument, NULL, 't'},
+					     {"libdir", required_argument, NULL, 'L'},
+					     {"verbose", no_argument, NULL, 'v'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	const char *transport = "roce", *libdir = NULL;
+	int verbose = 0, c;
+	/* "+": stop at the first non-option, the program. */
+	while ((c = getopt_long(argc, argv, "+t:L:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			transport = optarg;
+			break;
+		case 'L':
+			libdir = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			fputs(run_usage, stdout);
+			return 0;
+		default:
+			fputs(run_usage, stderr);
+			return 2;
+		}
+	}
+	if (strcmp(transport, "roce") && strcmp(transport, "iwarp")) {
+		fprintf(stderr, "softrdma run: --transport must be roce or iwarp, not '%s'\n",
+			transport);
+		return 2;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "softrdma run: no program given\n\n%s", run_usage);
+		return 2;
+	}
+	char found[PATH_MAX];
+	if (!libdir)
+		libdir = find_libdir(found, sizeof(found));
+	if (!libdir || !has_lib(libdir)) {
+		fprintf(stderr,
+			"softrdma run: softrdma's libibverbs.so.1 not found%s%s (build it: cmake "
+			"--build build; or give --libdir)\n",
+			libdir ? " in " : "", libdir ? libdir : "");
+		return 1;
+	}
+	char path[PATH_MAX * 2];
+	const char *old = getenv("LD_LIBRARY_PATH");
+	snprintf(path, sizeof(path), "%s%s%s", libdir, old && *old ? ":" : "", old ? old : "");
+	if (setenv("LD_LIBRARY_PATH", path, 1) || setenv("SOFTRDMA_TRANSPORT", transport, 1)) {
+		perror("softrdma run: setenv");
+		return 1;
+	}
+	if (verbose)
+		fprintf(stderr, "softrdma run: LD_LIBRARY_PATH=%s SOFTRDMA_TRANSPORT=%s %s\n", path,
+			transport, argv[optind]);
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "softrdma run: cannot run %s: %s\n", argv[optind], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
