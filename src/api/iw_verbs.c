@@ -169,7 +169,9 @@ static int check_iw_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask
 		return EINVAL;
 	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > IW_MAX_IRD)
 		return EINVAL;
-	return sr_check_qp_attr(qp, a, mask);
+	/* The rest as RoCE, whose engine has its own (lower) READ limits. */
+	return sr_check_qp_attr(qp, a,
+				mask & ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC));
 }
 
 /* Remembers the attributes the consumer set (reported by ibv_query_qp). On iWARP most of

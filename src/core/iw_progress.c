@@ -88,6 +88,22 @@ static void conn_free(struct iwp *p, struct iwp_conn *k, bool reset)
 	free(k);
 }
 
+/* The QP leaves a live connection (destroyed, moved to ERR / RESET, context closed): an
+ * orderly close, so that bytes our completed sends handed to TCP still reach the peer (an
+ * iWARP send completes when TCP has its bytes; the application may destroy the QP and exit
+ * right after, as ibv_rc_pingpong does). Input still queued is read and dropped first:
+ * closing a socket with unread input would send a reset, and a reset discards what we have
+ * not sent yet. The kernel finishes sending in the background; the peer sees the end of the
+ * stream and flushes. */
+static void conn_close(struct iwp *p, struct iwp_conn *k)
+{
+	for (int i = 0; i < 64; i++)
+		if (io_tcp_recv(k->tcp, p->discard, sizeof(p->discard)) <= 0)
+			break;
+	io_tcp_shutdown(k->tcp);
+	conn_free(p, k, false);
+}
+
 /* The transport is gone (reset, close, failure): every outstanding WR is flushed. */
 static void conn_lost(struct iwp_conn *k, uint64_t now)
 {
@@ -261,9 +277,7 @@ void iwp_qp_detach(struct iwp *p, struct iw_qp *qp)
 		struct iwp_conn *k = *pp;
 		if (k->qp == qp) {
 			*pp = k->next;
-			/* The verbs consumer tore the QP down: the peer learns it from a reset, as
-			 * from siw when a QP is destroyed with its connection up. */
-			conn_free(p, k, true);
+			conn_close(p, k);
 			return;
 		}
 	}
@@ -365,7 +379,7 @@ void iwp_destroy(struct iwp *p)
 	while (p->conns) {
 		struct iwp_conn *k = p->conns;
 		p->conns = k->next;
-		conn_free(p, k, true);
+		conn_close(p, k);
 	}
 	io_tcp_listener_close(p->lis);
 	if (p->epfd >= 0)

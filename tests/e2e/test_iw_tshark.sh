@@ -82,7 +82,9 @@ check_run() { # port, crc (on|off)
 	BEGIN { split("RDMA Write,Read Request,Read Response,Send,Send with Invalidate,Send with SE,Send with SE and Invalidate,Terminate", name, ",") }
 	{
 		packets++; streams[$1] = 1
-		if ($3 + $4 > end[$2] + 0) end[$2] = $3 + $4 # relative: the data starts at 1
+		# Relative sequence numbers: the data starts at 1 (a FIN takes one more number, so
+		# only packets with data count).
+		if ($4 > 0 && $3 + $4 > end[$2] + 0) end[$2] = $3 + $4
 		if ($5 != "") { reqs++; reqc = $7; mpa_bytes += 20 + $10; if ($8 != 2 || $9 != 0) bad_("MPA Request rev " $8 " rej " $9) }
 		if ($6 != "") { reps++; repc = $7; mpa_bytes += 20 + $10; if ($8 != 2 || $9 != 0) bad_("MPA Reply rev " $8 " rej " $9) }
 		if ($11 == "") next
