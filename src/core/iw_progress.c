@@ -418,8 +418,8 @@ int iwp_hs_step(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t now, uint8_
 		size_t n;
 		while ((n = iw_conn_tx_peek(c, &d)) > 0) {
 			ssize_t r = io_tcp_send(tcp, d, n);
-			if (r == -EAGAIN)
-				break;
+			if (r == -EAGAIN || r == 0)
+				break; /* no room: wait for POLLOUT */
 			if (r < 0) {
 				/* After ESTABLISHED the machine ignores transport errors. */
 				if (iw_conn_state(c) == IW_CONN_ESTABLISHED)

@@ -520,10 +520,50 @@ static int parse_seed(const char *val, uint64_t *out, char *err, size_t errlen)
 	return 0;
 }
 
+/* A byte count >= 1: decimal digits, then nothing, K / KiB or M / MiB; at most max. */
+static int parse_size(const char *key, const char *val, uint64_t max, uint64_t *out, char *err,
+		      size_t errlen)
+{
+	static const struct {
+		const char *unit;
+		uint64_t mult;
+	} units[] = {{"", 1},
+		     {"K", 1ull << 10},
+		     {"KiB", 1ull << 10},
+		     {"M", 1ull << 20},
+		     {"MiB", 1ull << 20}};
+	char *end;
+	if (!isdigit((unsigned char)val[0]))
+		return fail(err, errlen, "%s=%s: not a size in bytes (write 4096, 64K or 8MiB)",
+			    key, val);
+	errno = 0;
+	unsigned long long v = strtoull(val, &end, 10);
+	if (errno == ERANGE)
+		return fail(err, errlen, "%s=%s: too large (at most %llu bytes)", key, val,
+			    (unsigned long long)max);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) != 0)
+			continue;
+		if (v == 0)
+			return fail(err, errlen,
+				    "%s=%s: must be at least 1 byte (leave the key out "
+				    "for no fault)",
+				    key, val);
+		if (v > max / units[i].mult)
+			return fail(err, errlen, "%s=%s: too large (at most %llu bytes)", key, val,
+				    (unsigned long long)max);
+		*out = v * units[i].mult;
+		return 0;
+	}
+	return fail(err, errlen, "%s=%s: unknown unit '%s' (use K, KiB, M or MiB: powers of 1024)",
+		    key, val, end);
+}
+
 int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"loss",  "dup",    "reorder", "corrupt",
-					   "delay", "jitter", "seed"};
+	static const char *const keys[] = {"loss",	"dup",	       "reorder", "corrupt",
+					   "delay",	"jitter",      "seed",	  "tcp_reset",
+					   "tcp_chunk", "tcp_rx_chunk"};
 	unsigned seen = 0;
 
 	if (!cfg)
@@ -564,7 +604,7 @@ int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t
 			return fail(
 			    err, errlen,
 			    "unknown key '%s' (expected loss, dup, reorder, corrupt, delay, "
-			    "jitter or seed)",
+			    "jitter, seed, tcp_reset, tcp_chunk or tcp_rx_chunk)",
 			    key);
 		if (seen & (1u << k))
 			return fail(err, errlen, "key '%s' given twice", key);
@@ -572,6 +612,7 @@ int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t
 		if (*val == '\0')
 			return fail(err, errlen, "%s: missing value", key);
 		int r;
+		uint64_t size = 0;
 		switch (k) {
 		case 0:
 			r = parse_prob(key, val, &cfg->loss, err, errlen);
@@ -591,8 +632,19 @@ int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t
 		case 5:
 			r = parse_time(key, val, &cfg->jitter_us, err, errlen);
 			break;
-		default:
+		case 6:
 			r = parse_seed(val, &cfg->seed, err, errlen);
+			break;
+		case 7:
+			r = parse_size(key, val, UINT64_MAX, &cfg->tcp_reset, err, errlen);
+			break;
+		case 8:
+			r = parse_size(key, val, UINT32_MAX, &size, err, errlen);
+			cfg->tcp_chunk = (uint32_t)size;
+			break;
+		default:
+			r = parse_size(key, val, UINT32_MAX, &size, err, errlen);
+			cfg->tcp_rx_chunk = (uint32_t)size;
 			break;
 		}
 		if (r)
@@ -605,9 +657,19 @@ int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t
 
 int io_fault_format(const struct io_fault_cfg *cfg, char *buf, size_t len)
 {
+	char tcp[96] = "";
+	int n = 0;
+	/* The TCP keys only when set: a UDP-only configuration formats as it always did. */
+	if (cfg->tcp_reset)
+		n += snprintf(tcp + n, sizeof(tcp) - (size_t)n, ",tcp_reset=%llu",
+			      (unsigned long long)cfg->tcp_reset);
+	if (cfg->tcp_chunk)
+		n += snprintf(tcp + n, sizeof(tcp) - (size_t)n, ",tcp_chunk=%u", cfg->tcp_chunk);
+	if (cfg->tcp_rx_chunk)
+		snprintf(tcp + n, sizeof(tcp) - (size_t)n, ",tcp_rx_chunk=%u", cfg->tcp_rx_chunk);
 	return snprintf(buf, len,
 			"loss=%g%%,dup=%g%%,reorder=%g%%,corrupt=%g%%,delay=%uus,jitter=%uus,"
-			"seed=%llu",
+			"seed=%llu%s",
 			cfg->loss * 100, cfg->dup * 100, cfg->reorder * 100, cfg->corrupt * 100,
-			cfg->delay_us, cfg->jitter_us, (unsigned long long)cfg->seed);
+			cfg->delay_us, cfg->jitter_us, (unsigned long long)cfg->seed, tcp);
 }

@@ -23,7 +23,26 @@
  * the same output.
  *
  * Threads: none; one io_fault is used by one thread at a time (the tx side of its io_udp).
- * Allocation: only in io_fault_create. */
+ * Allocation: only in io_fault_create.
+ *
+ * TCP (iWARP). TCP cannot lose, duplicate or reorder bytes, so the UDP faults above do not apply
+ * to it; io/tcp.c reads the same variable once per process (at its first connection) and applies
+ * these keys to every connection (connected, accepted or adopted), which the UDP side ignores
+ * (just as io/tcp.c ignores the UDP keys):
+ *   tcp_reset=N     a connection is reset right after the send call that brings the bytes it
+ *                   has handed to the kernel to exactly N (the MPA handshake included; a send
+ *                   that would cross N is cut at N). Exact, not random: the seed plays no part,
+ *                   and every connection of the process gets the same N. The reset is abortive
+ *                   (an RST; whatever is still in our socket buffer is discarded, so the peer
+ *                   receives at most N bytes, then sees ECONNRESET); from then on every send and
+ *                   recv on our side returns -ECONNRESET.
+ *   tcp_chunk=N     each send call hands at most N bytes to the kernel (a partial write when
+ *                   more is offered): odd segmentation and the sender's resumption.
+ *   tcp_rx_chunk=N  each recv call returns at most N bytes: the receiver's state machine sees
+ *                   every split.
+ * N is a byte count, at least 1, with an optional suffix K or KiB (1024) or M or MiB
+ * (1048576): "tcp_reset=8M,tcp_chunk=7,tcp_rx_chunk=3". Each injected fault is counted by
+ * io/tcp.h's fault_* counters. */
 #ifndef SOFTRDMA_IO_FAULT_H
 #define SOFTRDMA_IO_FAULT_H
 
@@ -38,6 +57,9 @@ struct io_fault_cfg {
 	double loss, dup, reorder, corrupt; /* probabilities, 0..1 */
 	uint32_t delay_us, jitter_us;	    /* microseconds */
 	uint64_t seed;			    /* PRNG seed */
+	/* TCP only (see above); 0 = off */
+	uint64_t tcp_reset;		  /* reset after this many bytes sent per connection */
+	uint32_t tcp_chunk, tcp_rx_chunk; /* at most this many bytes per send / recv call */
 };
 
 #define IO_FAULT_COUNTERS(X)                                                                       \
@@ -67,13 +89,16 @@ enum io_fault_counter {
  * into *cfg (which is zeroed first; absent keys stay 0). Probabilities are a percentage ("1%")
  * or a fraction ("0.01"), in 0..100% / 0..1. Times take a unit ns, us, ms or s ("1.5ms"); a bare
  * number is microseconds; they are rounded to whole microseconds and must fit in 32 bits. seed
- * is an unsigned integer (decimal, or 0x hex). Spaces around items are allowed; an empty or NULL
- * spec is valid (no faults). Each key may appear once.
+ * is an unsigned integer (decimal, or 0x hex). Sizes (tcp_reset, tcp_chunk, tcp_rx_chunk) are
+ * whole decimal byte counts >= 1 with an optional suffix K, KiB, M or MiB (powers of 1024);
+ * tcp_reset must fit in 64 bits, the chunks in 32. Spaces around items are allowed; an empty or
+ * NULL spec is valid (no faults). Each key may appear once.
  * Returns 0, or -EINVAL with a one-line explanation in err (if err != NULL, errlen > 0;
  * always NUL-terminated, truncated to errlen). *cfg is unspecified after an error. */
 int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t errlen);
 
-/* Formats cfg back as a specification (for logs). Returns what snprintf returns. */
+/* Formats cfg back as a specification (for logs): every UDP key, then the TCP keys that are
+ * non-zero, in bytes. io_fault_parse reads it back. Returns what snprintf returns. */
 int io_fault_format(const struct io_fault_cfg *cfg, char *buf, size_t len);
 
 /* Where packets go out. Must not keep pointers to pkts or their buffers after it returns.

@@ -1,5 +1,7 @@
 /* The TCP socket backend for iWARP: listen, accept, non-blocking connect, zero-copy-friendly
- * receive into caller memory, gathered sends, counters. Contract and threads: io/tcp.h. */
+ * receive into caller memory, gathered sends, counters, and the TCP faults of SOFTRDMA_FAULT
+ * (tcp_reset, tcp_chunk, tcp_rx_chunk; semantics in io/fault.h). Contract and threads:
+ * io/tcp.h. */
 #define _GNU_SOURCE
 #include "io/tcp.h"
 
@@ -8,11 +10,19 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "io/fault.h"
+
+/* The most entries of an iovec clipped by a fault: beyond them a call hands over (or takes)
+ * fewer bytes, which the contract allows (a partial write, a short read). */
+#define FAULT_IOV 64
 
 struct io_tcp_listener {
 	int fd;
@@ -29,8 +39,19 @@ struct io_tcp_conn {
 	/* rx side */
 	bool rx_eof;   /* recv saw the FIN: -ESHUTDOWN from now on */
 	bool rx_reset; /* recv saw the RST: -ECONNRESET from now on */
+	/* Fault injection, copied from the process's configuration at creation; 0 = off. */
+	uint64_t f_reset_at;	      /* tcp_reset: reset once tx_sent reaches it */
+	uint32_t f_chunk, f_rx_chunk; /* tcp_chunk, tcp_rx_chunk */
+	uint64_t tx_sent;	      /* tx side: bytes handed to the kernel */
+	atomic_bool f_reset;	      /* the tx side injected the reset: both sides fail */
 	_Atomic uint64_t cnt[IO_TCP_NCOUNTERS];
 };
+
+/* The tcp_* keys of SOFTRDMA_FAULT, read once per process (fault_load). */
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+static uint64_t fault_reset_at;
+static uint32_t fault_chunk, fault_rx_chunk;
+static _Atomic uint64_t fault_total[IO_TCP_NCOUNTERS]; /* io_tcp_fault_totals */
 
 static const char *const counter_names[] = {
 #define X_NAME(name, desc) #name,
@@ -53,6 +74,67 @@ static void cnt_add(_Atomic uint64_t *cnt, enum io_tcp_counter c, uint64_t v)
 {
 	atomic_store_explicit(&cnt[c], atomic_load_explicit(&cnt[c], memory_order_relaxed) + v,
 			      memory_order_relaxed);
+}
+
+/* A fault counter: the connection's (one writer) and the process's total (several). */
+static void fault_count(struct io_tcp_conn *c, enum io_tcp_counter k)
+{
+	cnt_add(c->cnt, k, 1);
+	atomic_fetch_add_explicit(&fault_total[k], 1, memory_order_relaxed);
+}
+
+static void fault_load(void)
+{
+	const char *spec = getenv(IO_FAULT_ENV);
+	struct io_fault_cfg cfg;
+	char err[160];
+
+	if (!spec || !*spec)
+		return;
+	if (io_fault_parse(spec, &cfg, err, sizeof(err)) < 0) {
+		/* No error channel here; the UDP side refuses to open the device instead. */
+		fprintf(stderr, "softrdma: %s: %s (no TCP faults injected)\n", IO_FAULT_ENV, err);
+		return;
+	}
+	fault_reset_at = cfg.tcp_reset;
+	fault_chunk = cfg.tcp_chunk;
+	fault_rx_chunk = cfg.tcp_rx_chunk;
+}
+
+/* Copies the first `limit` bytes of iov[0..n) (at most FAULT_IOV non-empty entries) into tmp.
+ * Returns the entries used (>= 1 when limit >= 1 and the iovec holds bytes). */
+static int clip_iov(const struct iovec *iov, int n, size_t limit, struct iovec *tmp)
+{
+	int k = 0;
+
+	for (int i = 0; i < n && k < FAULT_IOV && limit > 0; i++) {
+		if (iov[i].iov_len == 0)
+			continue;
+		tmp[k] = iov[i];
+		if (tmp[k].iov_len > limit)
+			tmp[k].iov_len = limit;
+		limit -= tmp[k].iov_len;
+		k++;
+	}
+	return k;
+}
+
+/* tcp_reset: an abortive close (RFC 793 ABORT: an RST, unsent bytes discarded) that keeps the
+ * fd. The owner may have it in an epoll set and will close it itself (a close here could let
+ * another thread's new fd take its number), so no close(): connect() to AF_UNSPEC is Linux's
+ * tcp_disconnect(), which sends the RST from ESTABLISHED / CLOSE_WAIT and leaves an unconnected
+ * socket (it polls EPOLLHUP, so a waiting progress thread wakes up). Tx side. */
+static void fault_reset(struct io_tcp_conn *c)
+{
+	struct sockaddr sa = {.sa_family = AF_UNSPEC};
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)); /* the later close: no FIN */
+	if (connect(c->fd, &sa, sizeof(sa)) != 0) {
+		/* Already closed or reset by the peer: nothing left to abort. */
+	}
+	atomic_store_explicit(&c->f_reset, true, memory_order_release);
+	fault_count(c, IO_TCP_C_fault_resets);
 }
 
 static bool is_v4mapped(const uint8_t *a)
@@ -143,6 +225,10 @@ static struct io_tcp_conn *conn_new(int fd, bool connected)
 		return NULL;
 	c->fd = fd;
 	c->connected = connected;
+	pthread_once(&fault_once, fault_load);
+	c->f_reset_at = fault_reset_at;
+	c->f_chunk = fault_chunk;
+	c->f_rx_chunk = fault_rx_chunk;
 	return c;
 }
 
@@ -421,6 +507,18 @@ static ssize_t rx_result(struct io_tcp_conn *c, ssize_t r)
 	return -errno;
 }
 
+/* Rx side: true once the tx side has injected a reset (then -ECONNRESET, as after an RST). */
+static bool rx_fault_reset(struct io_tcp_conn *c)
+{
+	if (c->rx_reset)
+		return true;
+	if (!atomic_load_explicit(&c->f_reset, memory_order_acquire))
+		return false;
+	c->rx_reset = true;
+	cnt_add(c->cnt, IO_TCP_C_rx_resets, 1);
+	return true;
+}
+
 ssize_t io_tcp_recv(struct io_tcp_conn *c, void *dst, size_t len)
 {
 	ssize_t r;
@@ -428,11 +526,16 @@ ssize_t io_tcp_recv(struct io_tcp_conn *c, void *dst, size_t len)
 	if (!c || !dst || len == 0)
 		return -EINVAL;
 	cnt_add(c->cnt, IO_TCP_C_rx_calls, 1);
-	if (c->rx_reset)
+	if (rx_fault_reset(c))
 		return -ECONNRESET;
+	bool cut = c->f_rx_chunk && len > c->f_rx_chunk; /* tcp_rx_chunk */
+	if (cut)
+		len = c->f_rx_chunk;
 	do {
 		r = recv(c->fd, dst, len, MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
+	if (cut && r == (ssize_t)len)
+		fault_count(c, IO_TCP_C_fault_rx_chunks); /* the limit, not the data, ended it */
 	return rx_result(c, r);
 }
 
@@ -449,13 +552,21 @@ ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 	if (total == 0)
 		return -EINVAL; /* a 0 from the kernel would be ambiguous with EOF */
 	cnt_add(c->cnt, IO_TCP_C_rx_calls, 1);
-	if (c->rx_reset)
+	if (rx_fault_reset(c))
 		return -ECONNRESET;
 	msg.msg_iov = (struct iovec *)iov; /* recvmsg does not write the array */
 	msg.msg_iovlen = (size_t)n;
+	struct iovec clip[FAULT_IOV];
+	bool cut = c->f_rx_chunk && total > c->f_rx_chunk; /* tcp_rx_chunk */
+	if (cut) {
+		msg.msg_iov = clip;
+		msg.msg_iovlen = (size_t)clip_iov(iov, n, c->f_rx_chunk, clip);
+	}
 	do {
 		r = recvmsg(c->fd, &msg, MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
+	if (cut && r == (ssize_t)c->f_rx_chunk)
+		fault_count(c, IO_TCP_C_fault_rx_chunks);
 	return rx_result(c, r);
 }
 
@@ -472,8 +583,25 @@ ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 	if (total == 0)
 		return 0;
 	cnt_add(c->cnt, IO_TCP_C_tx_calls, 1);
+	if (atomic_load_explicit(&c->f_reset, memory_order_relaxed)) {
+		cnt_add(c->cnt, IO_TCP_C_tx_resets, 1);
+		return -ECONNRESET;
+	}
 	msg.msg_iov = (struct iovec *)iov; /* sendmsg does not write the array */
 	msg.msg_iovlen = (size_t)n;
+	/* Fault injection: hand over at most tcp_chunk bytes, and no byte past tcp_reset. */
+	struct iovec clip[FAULT_IOV];
+	size_t limit = SIZE_MAX, chunk = 0;
+	if (c->f_chunk && total > c->f_chunk)
+		limit = chunk = c->f_chunk;
+	if (c->f_reset_at && c->f_reset_at - c->tx_sent < limit) {
+		limit = (size_t)(c->f_reset_at - c->tx_sent); /* >= 1: the reset came at 0 */
+		chunk = 0;				      /* tcp_reset's cut, not tcp_chunk's */
+	}
+	if (limit < total) {
+		msg.msg_iov = clip;
+		msg.msg_iovlen = (size_t)clip_iov(iov, n, limit, clip);
+	}
 	do {
 		r = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
@@ -481,6 +609,11 @@ ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 		cnt_add(c->cnt, IO_TCP_C_tx_bytes, (uint64_t)r);
 		if ((size_t)r < total)
 			cnt_add(c->cnt, IO_TCP_C_tx_partial, 1);
+		if (chunk && (size_t)r == chunk)
+			fault_count(c, IO_TCP_C_fault_tx_chunks); /* the limit ended it */
+		c->tx_sent += (uint64_t)r;
+		if (c->f_reset_at && c->tx_sent >= c->f_reset_at)
+			fault_reset(c); /* these bytes were taken; the next call fails */
 		return r;
 	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -591,6 +724,13 @@ void io_tcp_listener_counters(const struct io_tcp_listener *l, uint64_t out[IO_T
 {
 	for (int i = 0; i < IO_TCP_NCOUNTERS; i++)
 		out[i] = atomic_load_explicit(&l->cnt[i], memory_order_relaxed);
+}
+
+void io_tcp_fault_totals(uint64_t out[IO_TCP_NCOUNTERS])
+{
+	pthread_once(&fault_once, fault_load);
+	for (int i = 0; i < IO_TCP_NCOUNTERS; i++)
+		out[i] = atomic_load_explicit(&fault_total[i], memory_order_relaxed);
 }
 
 const char *io_tcp_counter_name(enum io_tcp_counter c)

@@ -61,7 +61,10 @@
 	X(tx_partial, "send calls that took only part of the bytes offered")                       \
 	X(tx_eagain, "send calls that took nothing: socket buffer full")                           \
 	X(tx_resets, "send failed with ECONNRESET or EPIPE")                                       \
-	X(tx_errors, "send failures other than EAGAIN and reset")
+	X(tx_errors, "send failures other than EAGAIN and reset")                                  \
+	X(fault_resets, "connections reset by the tcp_reset fault (SOFTRDMA_FAULT)")               \
+	X(fault_tx_chunks, "send calls held to tcp_chunk bytes (SOFTRDMA_FAULT)")                  \
+	X(fault_rx_chunks, "recv calls held to tcp_rx_chunk bytes (SOFTRDMA_FAULT)")
 
 /* The list expands to "a, b, c," (clang-format cannot see that). */
 /* clang-format off */
@@ -206,6 +209,11 @@ int io_tcp_peer(const struct io_tcp_conn *c, uint8_t addr[16], uint16_t *port);
  * each value is read atomically, the set is not a snapshot. */
 void io_tcp_counters(const struct io_tcp_conn *c, uint64_t out[IO_TCP_NCOUNTERS]);
 void io_tcp_listener_counters(const struct io_tcp_listener *l, uint64_t out[IO_TCP_NCOUNTERS]);
+
+/* The faults injected so far (SOFTRDMA_FAULT's tcp_* keys, io/fault.h) summed over every
+ * connection this process has had, closed ones included: out[IO_TCP_C_fault_*]; the other
+ * entries are 0. Reads the configuration first if no connection has yet. Any thread. */
+void io_tcp_fault_totals(uint64_t out[IO_TCP_NCOUNTERS]);
 
 /* The name of counter c ("tx_partial", ...) / its one-line description, or NULL out of range. */
 const char *io_tcp_counter_name(enum io_tcp_counter c);

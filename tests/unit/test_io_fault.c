@@ -1,7 +1,9 @@
-/* The fault stage without sockets: the specification parser (good and bad input), pass-through
- * with no faults, and the statistics of every fault on 100000 packets (seeded, with tolerances of
- * about five standard deviations), the delay distribution on a virtual clock, the pool limit,
- * determinism. */
+/* The fault stage without sockets: the specification parser (good and bad input, the UDP keys
+ * and the TCP keys tcp_reset / tcp_chunk / tcp_rx_chunk), pass-through with no faults, and the
+ * statistics of every fault on 100000 packets (seeded, with tolerances of about five standard
+ * deviations), the delay distribution on a virtual clock, the pool limit, determinism, and that
+ * the TCP keys change nothing on the UDP side. (The TCP faults themselves act in io/tcp.c:
+ * tests/e2e/test_iw_faults.c.) */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -245,6 +247,94 @@ static void test_parse_bad(void)
 	bc.loss = 0;
 	CHECK_EQ(io_fault_create(&bc, 0, 64, &f), -EINVAL);
 	CHECK_EQ(io_fault_create(&bc, 4, 0, &f), -EINVAL);
+}
+
+/* The TCP keys: sizes with K / KiB / M / MiB, their ranges, format and parse back. */
+static void test_parse_tcp(void)
+{
+	struct io_fault_cfg c;
+	char err[160], spec[256];
+
+	CHECK_EQ(io_fault_parse("tcp_reset=8M,tcp_chunk=7,tcp_rx_chunk=3", &c, err, sizeof(err)),
+		 0);
+	CHECK(c.tcp_reset == 8u << 20);
+	CHECK_EQ(c.tcp_chunk, 7);
+	CHECK_EQ(c.tcp_rx_chunk, 3);
+	CHECK(c.loss == 0 && c.dup == 0 && c.delay_us == 0 && c.seed == 0);
+	CHECK_EQ(err[0], '\0');
+	CHECK_EQ(io_fault_parse(" tcp_reset = 100 , tcp_chunk=64KiB,tcp_rx_chunk=1K", &c, err,
+				sizeof(err)),
+		 0);
+	CHECK(c.tcp_reset == 100);
+	CHECK_EQ(c.tcp_chunk, 65536);
+	CHECK_EQ(c.tcp_rx_chunk, 1024);
+	CHECK_EQ(io_fault_parse("tcp_reset=1MiB,tcp_chunk=4095M", &c, err, sizeof(err)), 0);
+	CHECK(c.tcp_reset == 1u << 20);
+	CHECK(c.tcp_chunk == 4095u << 20);
+	CHECK_EQ(c.tcp_rx_chunk, 0); /* absent: off */
+	CHECK_EQ(io_fault_parse("tcp_reset=18446744073709551615,tcp_chunk=4294967295", &c, err,
+				sizeof(err)),
+		 0);
+	CHECK(c.tcp_reset == UINT64_MAX);
+	CHECK(c.tcp_chunk == UINT32_MAX);
+	CHECK_EQ(io_fault_parse("tcp_reset=17592186044415M", &c, err, sizeof(err)), 0);
+	CHECK(c.tcp_reset == 17592186044415ull << 20);
+	/* mixed with the UDP keys, in any order */
+	CHECK_EQ(io_fault_parse("tcp_chunk=1,loss=1%,seed=3,tcp_reset=30", &c, err, sizeof(err)),
+		 0);
+	CHECK(absd(c.loss - 0.01) < 1e-12 && c.seed == 3 && c.tcp_chunk == 1 && c.tcp_reset == 30);
+
+	/* A UDP-only configuration formats exactly as before the TCP keys existed. */
+	struct io_fault_cfg z = {0};
+	io_fault_format(&z, spec, sizeof(spec));
+	CHECK(strcmp(spec, "loss=0%,dup=0%,reorder=0%,corrupt=0%,delay=0us,jitter=0us,seed=0") ==
+	      0);
+	struct io_fault_cfg a = {.loss = 0.25, .seed = 9, .tcp_reset = 5000000, .tcp_rx_chunk = 3};
+	io_fault_format(&a, spec, sizeof(spec));
+	CHECK(strcmp(spec, "loss=25%,dup=0%,reorder=0%,corrupt=0%,delay=0us,jitter=0us,seed=9,"
+			   "tcp_reset=5000000,tcp_rx_chunk=3") == 0);
+	a = (struct io_fault_cfg){
+	    .tcp_reset = UINT64_MAX, .tcp_chunk = UINT32_MAX, .tcp_rx_chunk = UINT32_MAX};
+	CHECK_EQ(io_fault_format(&a, spec, sizeof(spec)), (int)strlen(spec));
+	CHECK_EQ(io_fault_parse(spec, &c, err, sizeof(err)), 0);
+	CHECK(c.tcp_reset == a.tcp_reset && c.tcp_chunk == a.tcp_chunk &&
+	      c.tcp_rx_chunk == a.tcp_rx_chunk);
+
+	static const struct {
+		const char *spec;
+		const char *needle;
+	} bad[] = {
+	    {"tcp_reset=0", "at least 1 byte"},
+	    {"tcp_chunk=0K", "at least 1 byte"},
+	    {"tcp_rx_chunk=0", "at least 1 byte"},
+	    {"tcp_reset=", "missing value"},
+	    {"tcp_chunk=-1", "not a size"},
+	    {"tcp_chunk=abc", "not a size"},
+	    {"tcp_chunk=.5K", "not a size"},
+	    {"tcp_chunk=1.5K", "unknown unit '.5K'"},
+	    {"tcp_chunk=4G", "unknown unit 'G'"},
+	    {"tcp_chunk=7kb", "unknown unit 'kb'"},
+	    {"tcp_chunk=7 K", "unknown unit ' K'"},
+	    {"tcp_reset=0x10", "unknown unit 'x10'"},
+	    {"tcp_chunk=4294967296", "too large"},
+	    {"tcp_rx_chunk=4096M", "too large"},
+	    {"tcp_chunk=4194304K", "too large"},
+	    {"tcp_reset=18446744073709551616", "too large"},
+	    {"tcp_reset=17592186044416M", "too large"},
+	    {"tcp_chunk=1,tcp_chunk=2", "given twice"},
+	    {"tcp_resets=1", "unknown key 'tcp_resets'"},
+	    {"tcp_reset=5,", "empty item"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		int r = io_fault_parse(bad[i].spec, &c, err, sizeof(err));
+		CHECK_EQ(r, -EINVAL);
+		if (!strstr(err, bad[i].needle)) {
+			fprintf(stderr, "spec \"%s\": error \"%s\" lacks \"%s\"\n", bad[i].spec,
+				err, bad[i].needle);
+			CHECK(false);
+		}
+	}
 }
 
 static void test_passthrough(void)
@@ -499,6 +589,24 @@ static void test_all_and_determinism(uint64_t seed)
 	f = run(&c, 1024, 1000);
 	CHECK(log_hash() != h1);
 	io_fault_destroy(f);
+
+	/* The UDP side ignores the TCP keys: same seed, same packets out. */
+	c.seed = seed;
+	c.tcp_reset = 100;
+	c.tcp_chunk = 1;
+	c.tcp_rx_chunk = 3;
+	f = run(&c, 1024, 1000);
+	CHECK(log_hash() == h1);
+	io_fault_destroy(f);
+	struct io_fault_cfg t = {.seed = 1, .tcp_reset = 1, .tcp_chunk = 1, .tcp_rx_chunk = 1};
+	f = run(&t, 64, 1000);
+	CHECK_EQ(nlog, N);
+	size_t bad = 0;
+	for (size_t i = 0; i < nlog; i++)
+		bad += log_[i].seq != i || log_[i].bitdiff != 0;
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(ctr(f, IO_FAULT_C_out), N);
+	io_fault_destroy(f);
 }
 
 int main(void)
@@ -506,6 +614,7 @@ int main(void)
 	uint64_t seed = check_seed(42);
 	test_parse_good();
 	test_parse_bad();
+	test_parse_tcp();
 	test_passthrough();
 	test_loss();
 	test_dup();
