@@ -552,6 +552,17 @@ fail:
 	return ret;
 }
 
+int iwp_adopt_conn(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
+		   const struct iw_conn *c, const uint8_t *left, size_t nleft)
+{
+	return iwp_establish_locked(p, qp, tcp, c, left, nleft);
+}
+
+int iwp_crc(const struct iwp *p)
+{
+	return p->crc;
+}
+
 /* The handshake is done: the QP takes over the stream (RTS) and joins the loop. */
 static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
 		     const struct iw_conn *c, const uint8_t *left, size_t nleft)

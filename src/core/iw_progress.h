@@ -17,7 +17,9 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "engine/iw_conn.h"
 #include "engine/iw_eng.h"
+#include "io/tcp.h"
 
 struct iwp;
 
@@ -80,6 +82,18 @@ int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
 
 /* The auto-connect counters ("iw_rdv_*"), for softrdma_query_counters. Under the lock. */
 void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg);
+
+/* For rdma_cm (src/cm), which runs the MPA exchange itself (with the application's private
+ * data) on a connection it made: under the lock, qp (INIT or RTR) takes over tcp, whose
+ * handshake c has ended ESTABLISHED with every byte sent (iw_conn_tx_ready); left[0..nleft)
+ * are stream bytes that arrived behind the handshake. The QP moves to RTS with the IRD/ORD,
+ * CRC and RTR state MPA negotiated and joins the loop. Takes tcp in every case (reset on
+ * failure). Returns 0 or a negative errno (-EINVAL: the QP is not in INIT / RTR). */
+int iwp_adopt_conn(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
+		   const struct iw_conn *c, const uint8_t *left, size_t nleft);
+/* The CRC policy of this context (SOFTRDMA_IW_CRC, enum iw_conn_crc), for handshakes run
+ * outside core. */
+int iwp_crc(const struct iwp *p);
 
 /* The QP leaves the stream (ERR, RESET, destroy): its connection, if any, is reset now.
  * Under the lock. */
