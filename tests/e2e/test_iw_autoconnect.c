@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "vutil.h"
 #include "softrdma.h"
 
 #define MiB	 (1u << 20)
@@ -47,32 +48,10 @@ struct dev {
 	uint8_t gid[16];
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static struct ibv_device *find_dev(const char *name)
-{
-	int n;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	REQUIRE(l);
-	struct ibv_device *d = NULL;
-	for (int i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), name))
-			d = l[i];
-	/* The list may be freed: softrdma's devices outlive it. */
-	ibv_free_device_list(l);
-	REQUIRE(d);
-	return d;
-}
-
 static void dev_open(struct dev *d, size_t bufsize)
 {
 	memset(d, 0, sizeof(*d));
-	d->ctx = ibv_open_device(find_dev("iwarp_lo"));
+	d->ctx = ibv_open_device(vt_find_dev("iwarp_lo"));
 	REQUIRE(d->ctx);
 	d->pd = ibv_alloc_pd(d->ctx);
 	d->cq = ibv_create_cq(d->ctx, 1024, NULL, NULL, 0);
@@ -146,61 +125,6 @@ static int qp_connect(struct ibv_qp *qp, const uint8_t peer_gid[16], uint32_t pe
 	return 0;
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-	REQUIRE(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
-	return a.qp_state;
-}
-
-static struct ibv_wc wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	uint64_t stop = now_ms() + WAIT_MS;
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		REQUIRE(n >= 0);
-		if (n == 1)
-			return wc;
-		REQUIRE(now_ms() < stop);
-	}
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-	for (size_t i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-}
-
-static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *addr, uint32_t len,
-		      uint64_t id)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
-	REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
-}
-
-static int post_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op, uint8_t *addr,
-		     uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t id)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad = NULL;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	wr.wr.atomic.remote_addr = raddr;
-	wr.wr.atomic.rkey = rkey;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
 /* Buffer regions: 0 send source / recv target, 1 write / read area. */
 #define R_MSG  0
 #define R_RDMA (4 * MiB + 1024)
@@ -210,14 +134,14 @@ static void transfers(struct dev *df, struct ibv_qp *from, struct dev *dt, struc
 		      uint32_t len, uint32_t seed)
 {
 	uint8_t *src = df->buf + R_MSG, *dst = dt->buf + R_MSG;
-	fill(src, len, seed);
+	vt_fill(src, len, seed);
 	memset(dst, 0, len + 1);
-	post_recv(to, dt->mr, dst, len + 1, 100);
-	REQUIRE(post_send(from, df->mr, IBV_WR_SEND, src, len, 0, 0, 1) == 0);
-	struct ibv_wc w = wait_wc(df->cq);
+	vt_post_recv(to, dt->mr, dst, len + 1, 100);
+	REQUIRE(vt_post_send(from, df->mr, IBV_WR_SEND, src, len, 0, 0, 1) == 0);
+	struct ibv_wc w = vt_wait_wc(df->cq, WAIT_MS);
 	CHECK_EQ(w.status, IBV_WC_SUCCESS);
 	CHECK_EQ(w.wr_id, 1);
-	w = wait_wc(dt->cq);
+	w = vt_wait_wc(dt->cq, WAIT_MS);
 	CHECK_EQ(w.status, IBV_WC_SUCCESS);
 	CHECK_EQ(w.opcode, IBV_WC_RECV);
 	CHECK_EQ(w.byte_len, len);
@@ -225,19 +149,19 @@ static void transfers(struct dev *df, struct ibv_qp *from, struct dev *dt, struc
 
 	/* WRITE src -> to's RDMA area, then READ it back into from's RDMA area. */
 	uint8_t *rsrc = df->buf + R_MSG, *tgt = dt->buf + R_RDMA, *back = df->buf + R_RDMA;
-	fill(rsrc, len, seed + 1);
+	vt_fill(rsrc, len, seed + 1);
 	memset(tgt, 0, len + 8);
-	REQUIRE(post_send(from, df->mr, IBV_WR_RDMA_WRITE, rsrc, len, (uintptr_t)tgt, dt->mr->rkey,
-			  2) == 0);
-	w = wait_wc(df->cq);
+	REQUIRE(vt_post_send(from, df->mr, IBV_WR_RDMA_WRITE, rsrc, len, (uintptr_t)tgt,
+			     dt->mr->rkey, 2) == 0);
+	w = vt_wait_wc(df->cq, WAIT_MS);
 	CHECK_EQ(w.status, IBV_WC_SUCCESS);
 	CHECK_EQ(w.opcode, IBV_WC_RDMA_WRITE);
 	/* A WRITE completes when its bytes are handed to TCP (iWARP, as siw): it is known to
 	 * be placed once the READ behind it on the same stream has come back. */
 	memset(back, 0xEE, len);
-	REQUIRE(post_send(from, df->mr, IBV_WR_RDMA_READ, back, len, (uintptr_t)tgt, dt->mr->rkey,
-			  3) == 0);
-	w = wait_wc(df->cq);
+	REQUIRE(vt_post_send(from, df->mr, IBV_WR_RDMA_READ, back, len, (uintptr_t)tgt,
+			     dt->mr->rkey, 3) == 0);
+	w = vt_wait_wc(df->cq, WAIT_MS);
 	CHECK_EQ(w.status, IBV_WC_SUCCESS);
 	CHECK_EQ(w.opcode, IBV_WC_RDMA_READ);
 	CHECK_EQ(w.byte_len, len);
@@ -318,24 +242,24 @@ static void test_pair(void)
 
 	/* A goes to RTS and sends before B's QP is even in RTR. */
 	REQUIRE(qp_connect(qa, B.gid, qb->qp_num) == 0);
-	CHECK_EQ(qp_state(qa), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(qa), IBV_QPS_RTS);
 	CHECK_EQ(qa->state, IBV_QPS_RTS);
-	fill(A.buf, 1000, 7);
-	REQUIRE(post_send(qa, A.mr, IBV_WR_SEND, A.buf, 1000, 0, 0, 50) == 0);
+	vt_fill(A.buf, 1000, 7);
+	REQUIRE(vt_post_send(qa, A.mr, IBV_WR_SEND, A.buf, 1000, 0, 0, 50) == 0);
 	struct timespec ts = {0, 50 * 1000000};
 	nanosleep(&ts, NULL);
 	struct ibv_wc wc;
 	CHECK_EQ(ibv_poll_cq(A.cq, 1, &wc), 0); /* nothing can have completed */
-	post_recv(qb, B.mr, B.buf, 1000, 51);
+	vt_post_recv(qb, B.mr, B.buf, 1000, 51);
 	REQUIRE(qp_connect(qb, A.gid, qa->qp_num) == 0);
-	wc = wait_wc(A.cq);
+	wc = vt_wait_wc(A.cq, WAIT_MS);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.wr_id, 50);
-	wc = wait_wc(B.cq);
+	wc = vt_wait_wc(B.cq, WAIT_MS);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.byte_len, 1000);
 	CHECK_MEM(B.buf, A.buf, 1000);
-	CHECK_EQ(qp_state(qb), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(qb), IBV_QPS_RTS);
 	/* A's QPN is the lower: A connected, B accepted. */
 	CHECK_EQ(counter(A.ctx, "iw_rdv_established_active"), 1);
 	CHECK_EQ(counter(B.ctx, "iw_rdv_established_passive"), 1);
@@ -348,13 +272,13 @@ static void test_pair(void)
 		transfers(&B, qb, &A, qa, sizes[i], (uint32_t)i * 10 + 5);
 	}
 	/* Atomics: iWARP has none; refused at post, as on siw. */
-	CHECK_EQ(post_send(qa, A.mr, IBV_WR_ATOMIC_FETCH_AND_ADD, A.buf, 8, (uintptr_t)B.buf,
-			   B.mr->rkey, 9),
+	CHECK_EQ(vt_post_send(qa, A.mr, IBV_WR_ATOMIC_FETCH_AND_ADD, A.buf, 8, (uintptr_t)B.buf,
+			      B.mr->rkey, 9),
 		 EINVAL);
 	/* A QP aimed at itself. */
 	struct ibv_qp *self = qp_new(&A);
 	CHECK_EQ(qp_connect(self, A.gid, self->qp_num), EINVAL);
-	CHECK_EQ(qp_state(self), IBV_QPS_INIT);
+	CHECK_EQ(vt_qp_state(self), IBV_QPS_INIT);
 	CHECK_EQ(ibv_destroy_qp(self), 0);
 
 	/* Several pairs at once, some still connecting while others start. */
@@ -372,14 +296,14 @@ static void test_pair(void)
 	}
 	for (int i = 0; i < NPAIR; i++) {
 		uint8_t *dst = B.buf + 64 * (size_t)i;
-		post_recv(pb[i], B.mr, dst, 64, 200 + (uint64_t)i);
-		fill(A.buf + 4096 + 64 * (size_t)i, 64, 300 + (uint32_t)i);
-		REQUIRE(post_send(pa[i], A.mr, IBV_WR_SEND, A.buf + 4096 + 64 * (size_t)i, 64, 0, 0,
-				  400 + (uint64_t)i) == 0);
+		vt_post_recv(pb[i], B.mr, dst, 64, 200 + (uint64_t)i);
+		vt_fill(A.buf + 4096 + 64 * (size_t)i, 64, 300 + (uint32_t)i);
+		REQUIRE(vt_post_send(pa[i], A.mr, IBV_WR_SEND, A.buf + 4096 + 64 * (size_t)i, 64, 0,
+				     0, 400 + (uint64_t)i) == 0);
 	}
 	int got = 0;
 	for (int i = 0; i < 2 * NPAIR; i++) {
-		struct ibv_wc w = wait_wc(i < NPAIR ? A.cq : B.cq);
+		struct ibv_wc w = vt_wait_wc(i < NPAIR ? A.cq : B.cq, WAIT_MS);
 		CHECK_EQ(w.status, IBV_WC_SUCCESS);
 		got++;
 	}
@@ -404,21 +328,21 @@ static void test_timeout(uint32_t peer_qpn, bool expect_active)
 	struct dev A;
 	dev_open(&A, 1 << 16);
 	struct ibv_qp *qp = qp_new(&A);
-	uint64_t t0 = now_ms();
+	uint64_t t0 = vt_now_ms();
 	REQUIRE(qp_connect(qp, A.gid, peer_qpn) == 0);
-	post_recv(qp, A.mr, A.buf, 64, 1);
-	REQUIRE(post_send(qp, A.mr, IBV_WR_SEND, A.buf + 64, 8, 0, 0, 2) == 0);
+	vt_post_recv(qp, A.mr, A.buf, 64, 1);
+	REQUIRE(vt_post_send(qp, A.mr, IBV_WR_SEND, A.buf + 64, 8, 0, 0, 2) == 0);
 	struct ibv_async_event ev;
 	REQUIRE(ibv_get_async_event(A.ctx, &ev) == 0); /* blocks until the timeout */
 	CHECK_EQ(ev.event_type, IBV_EVENT_QP_FATAL);
 	CHECK(ev.element.qp == qp);
 	ibv_ack_async_event(&ev);
-	uint64_t took = now_ms() - t0;
+	uint64_t took = vt_now_ms() - t0;
 	CHECK(took >= 250 && took < 5000);
-	CHECK_EQ(qp_state(qp), IBV_QPS_ERR);
+	CHECK_EQ(vt_qp_state(qp), IBV_QPS_ERR);
 	int flushed = 0;
 	for (int i = 0; i < 2; i++) {
-		struct ibv_wc w = wait_wc(A.cq);
+		struct ibv_wc w = vt_wait_wc(A.cq, WAIT_MS);
 		CHECK_EQ(w.status, IBV_WC_WR_FLUSH_ERR);
 		flushed++;
 	}
@@ -462,18 +386,18 @@ static int child(int rd, int wr, const uint32_t parent_qpn[NFWD], int idx)
 	for (int i = 0; i < NFWD; i++) {
 		qp[i] = qp_new(&D);
 		m.qpn[i] = qp[i]->qp_num;
-		post_recv(qp[i], D.mr, D.buf + 128 * (size_t)i, 128, (uint64_t)i);
+		vt_post_recv(qp[i], D.mr, D.buf + 128 * (size_t)i, 128, (uint64_t)i);
 	}
 	/* Tell the parent our QPNs (it aims its QPs at them), then go to RTR / RTS. */
 	for (int i = 0; i < NFWD; i++)
 		REQUIRE(qp_connect(qp[i], D.gid, parent_qpn[idx * NFWD + i]) == 0);
 	xwrite(wr, &m, sizeof(m));
 	for (int i = 0; i < NFWD; i++) {
-		struct ibv_wc w = wait_wc(D.cq);
+		struct ibv_wc w = vt_wait_wc(D.cq, WAIT_MS);
 		CHECK_EQ(w.status, IBV_WC_SUCCESS);
 		CHECK_EQ(w.byte_len, 100);
 		uint8_t want[100];
-		fill(want, 100, 1000 + (uint32_t)(idx * NFWD) + (uint32_t)w.wr_id);
+		vt_fill(want, 100, 1000 + (uint32_t)(idx * NFWD) + (uint32_t)w.wr_id);
 		CHECK_MEM(D.buf + 128 * w.wr_id, want, 100);
 	}
 	m.passed_in = counter(D.ctx, "iw_rdv_passed_in");
@@ -518,12 +442,12 @@ static void test_processes(void)
 			struct ibv_qp *q = qp[c * NFWD + i];
 			REQUIRE(qp_connect(q, P.gid, m[c].qpn[i]) == 0);
 			uint8_t *src = P.buf + 128 * (size_t)(c * NFWD + i);
-			fill(src, 100, 1000 + (uint32_t)(c * NFWD + i));
-			REQUIRE(post_send(q, P.mr, IBV_WR_SEND, src, 100, 0, 0, 0) == 0);
+			vt_fill(src, 100, 1000 + (uint32_t)(c * NFWD + i));
+			REQUIRE(vt_post_send(q, P.mr, IBV_WR_SEND, src, 100, 0, 0, 0) == 0);
 		}
 	}
 	for (int i = 0; i < 2 * NFWD; i++) {
-		struct ibv_wc w = wait_wc(P.cq);
+		struct ibv_wc w = vt_wait_wc(P.cq, WAIT_MS);
 		CHECK_EQ(w.status, IBV_WC_SUCCESS);
 	}
 	uint64_t passed = 0;

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "vutil.h"
 #include "io/fault.h"
 #include "io/tcp.h"
 #include "softrdma.h"
@@ -87,19 +88,6 @@ struct pair {
 	int port;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	nanosleep(&ts, NULL);
-}
-
 static uint8_t *area(struct side *s)
 {
 	return s->buf + GUARD;
@@ -113,15 +101,6 @@ static uint8_t *scratch(struct side *s)
 static uint8_t guard_byte(size_t i)
 {
 	return (uint8_t)(0xA5 ^ (i * 7));
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-	for (size_t i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
 }
 
 /* ---- verbs plumbing (as test_iw_loopback.c) ---- */
@@ -207,38 +186,16 @@ static void side_close(struct side *s)
 	free(s->buf);
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-	REQUIRE(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
-	return a.qp_state;
-}
-
 /* Waits (bounded) until qp is in state st; true if it got there. */
 static bool wait_state(struct ibv_qp *qp, enum ibv_qp_state st)
 {
-	uint64_t stop = now_ms() + WAIT_MS;
-	while (qp_state(qp) != st) {
-		if (now_ms() > stop)
+	uint64_t stop = vt_now_ms() + WAIT_MS;
+	while (vt_qp_state(qp) != st) {
+		if (vt_now_ms() > stop)
 			return false;
-		sleep_ms(1);
+		vt_sleep_ms(1);
 	}
 	return true;
-}
-
-/* One completion from cq, or the test stops (a hang is a failure). */
-static struct ibv_wc wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	uint64_t stop = now_ms() + WAIT_MS;
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		REQUIRE(n >= 0);
-		if (n == 1)
-			return wc;
-		REQUIRE(now_ms() < stop);
-	}
 }
 
 /* Polls until `want` completions came (bounded), then QUIET_MS more for any extra one.
@@ -246,9 +203,9 @@ static struct ibv_wc wait_wc(struct ibv_cq *cq)
 static int collect(struct ibv_cq *cq, struct ibv_wc *wc, int max, int want, uint64_t *at)
 {
 	int got = 0;
-	uint64_t stop = now_ms() + WAIT_MS, quiet = 0;
+	uint64_t stop = vt_now_ms() + WAIT_MS, quiet = 0;
 	for (;;) {
-		uint64_t t = now_ms();
+		uint64_t t = vt_now_ms();
 		if (got < want && t > stop)
 			break;
 		if (got >= want && !quiet) {
@@ -269,24 +226,13 @@ static int collect(struct ibv_cq *cq, struct ibv_wc *wc, int max, int want, uint
 
 static void post_recv(struct side *s, uint8_t *addr, uint32_t len, uint64_t id)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = s->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
-	REQUIRE(ibv_post_recv(s->qp, &wr, &bad) == 0);
+	vt_post_recv(s->qp, s->mr, addr, len, id);
 }
 
 static void post_send(struct side *s, enum ibv_wr_opcode op, uint8_t *addr, uint32_t len,
 		      uint64_t raddr, uint32_t rkey, uint64_t id)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = s->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad = NULL;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	REQUIRE(ibv_post_send(s->qp, &wr, &bad) == 0);
+	REQUIRE(vt_post_send(s->qp, s->mr, op, addr, len, raddr, rkey, id) == 0);
 }
 
 static void check_wc(const struct ibv_wc *wc, uint64_t id, enum ibv_wc_opcode op,
@@ -336,8 +282,8 @@ static void connect_ok(struct pair *p)
 		fprintf(stderr, "connect %d (%s), accept %d (%s)\n", r, strerror(cerr), acc,
 			strerror(aerr));
 	REQUIRE(r == 0 && acc == 0);
-	CHECK_EQ(qp_state(p->S.qp), IBV_QPS_RTS);
-	CHECK_EQ(qp_state(p->C.qp), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(p->S.qp), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(p->C.qp), IBV_QPS_RTS);
 }
 
 static void pair_open(struct pair *p)
@@ -386,13 +332,13 @@ static void tcp_pair(struct io_tcp_listener *l, const uint8_t *addr, struct io_t
 		     struct io_tcp_conn **p)
 {
 	REQUIRE(io_tcp_connect(NULL, 0, addr, io_tcp_listener_port(l), NULL, a) == 0);
-	uint64_t stop = now_ms() + WAIT_MS;
+	uint64_t stop = vt_now_ms() + WAIT_MS;
 	int r;
 	while ((r = io_tcp_accept(l, p, NULL, NULL)) == -EAGAIN)
-		REQUIRE(now_ms() < stop);
+		REQUIRE(vt_now_ms() < stop);
 	REQUIRE(r == 0);
 	while ((r = io_tcp_connect_done(*a)) == -EINPROGRESS)
-		REQUIRE(now_ms() < stop);
+		REQUIRE(vt_now_ms() < stop);
 	REQUIRE(r == 0);
 }
 
@@ -402,7 +348,7 @@ static size_t tcp_drain(struct io_tcp_conn *c, uint8_t *dst, size_t cap, size_t 
 			uint64_t *full)
 {
 	size_t got = 0;
-	uint64_t stop = now_ms() + WAIT_MS;
+	uint64_t stop = vt_now_ms() + WAIT_MS;
 	*full = 0;
 	for (;;) {
 		ssize_t r = io_tcp_recv(c, dst + got, cap - got);
@@ -416,7 +362,7 @@ static size_t tcp_drain(struct io_tcp_conn *c, uint8_t *dst, size_t cap, size_t 
 			*err = (int)r;
 			return got;
 		}
-		REQUIRE(now_ms() < stop);
+		REQUIRE(vt_now_ms() < stop);
 	}
 }
 
@@ -426,7 +372,7 @@ static void sc_tcp(void)
 	static uint8_t src[4000], dst[4000];
 	struct io_tcp_listener *l;
 	struct io_tcp_conn *a, *p;
-	fill(src, sizeof(src), 1);
+	vt_fill(src, sizeof(src), 1);
 	REQUIRE(io_tcp_listen(lo_addr, 0, 0, NULL, &l) == 0);
 
 	/* Active side sends: 100 bytes per call, cut at 1000, then reset. */
@@ -477,12 +423,12 @@ static void sc_tcp(void)
 	CHECK_EQ(conn_counter(p, IO_TCP_C_fault_resets), 1);
 	memset(dst, 0, sizeof(dst));
 	uint8_t *d = dst;
-	uint64_t stop = now_ms() + WAIT_MS;
+	uint64_t stop = vt_now_ms() + WAIT_MS;
 	for (;;) {
 		struct iovec riov[2] = {{d, 2}, {d + 2, 50}};
 		r = io_tcp_recvv(a, riov, 2);
 		if (r == -EAGAIN) {
-			REQUIRE(now_ms() < stop);
+			REQUIRE(vt_now_ms() < stop);
 			continue;
 		}
 		if (r < 0)
@@ -533,12 +479,12 @@ static void transfer(struct pair *p, uint32_t n, uint32_t seed, uint64_t *id)
 
 	/* SEND C -> S */
 	memset(area(S), 0, n + 64);
-	fill(area(C), n, seed);
+	vt_fill(area(C), n, seed);
 	post_recv(S, area(S), n, *id);
 	post_send(C, IBV_WR_SEND, area(C), n, 0, 0, *id + 1);
-	wc = wait_wc(C->cq);
+	wc = vt_wait_wc(C->cq, WAIT_MS);
 	check_wc(&wc, *id + 1, IBV_WC_SEND, IBV_WC_SUCCESS);
-	wc = wait_wc(S->cq);
+	wc = vt_wait_wc(S->cq, WAIT_MS);
 	check_wc(&wc, *id, IBV_WC_RECV, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.byte_len, n);
 	CHECK_MEM(area(S), area(C), n);
@@ -548,15 +494,15 @@ static void transfer(struct pair *p, uint32_t n, uint32_t seed, uint64_t *id)
 
 	/* WRITE C -> S; the zero-byte SEND behind it arrives after it is placed. */
 	memset(area(S), 0, n + 64);
-	fill(area(C), n, seed + 100);
+	vt_fill(area(C), n, seed + 100);
 	post_recv(S, area(S) + AREA - 16, 0, *id);
 	post_send(C, IBV_WR_RDMA_WRITE, area(C), n, (uintptr_t)area(S), S->mr->rkey, *id + 1);
 	post_send(C, IBV_WR_SEND, area(C), 0, 0, 0, *id + 2);
-	wc = wait_wc(C->cq);
+	wc = vt_wait_wc(C->cq, WAIT_MS);
 	check_wc(&wc, *id + 1, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS);
-	wc = wait_wc(C->cq);
+	wc = vt_wait_wc(C->cq, WAIT_MS);
 	check_wc(&wc, *id + 2, IBV_WC_SEND, IBV_WC_SUCCESS);
-	wc = wait_wc(S->cq);
+	wc = vt_wait_wc(S->cq, WAIT_MS);
 	check_wc(&wc, *id, IBV_WC_RECV, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.byte_len, 0);
 	CHECK_MEM(area(S), area(C), n);
@@ -565,10 +511,10 @@ static void transfer(struct pair *p, uint32_t n, uint32_t seed, uint64_t *id)
 	*id += 3;
 
 	/* READ S -> C; the server's progress thread answers. */
-	fill(area(S), n, seed + 200);
+	vt_fill(area(S), n, seed + 200);
 	memset(area(C), 0, n + 64);
 	post_send(C, IBV_WR_RDMA_READ, area(C), n, (uintptr_t)area(S), S->mr->rkey, *id);
-	wc = wait_wc(C->cq);
+	wc = vt_wait_wc(C->cq, WAIT_MS);
 	check_wc(&wc, *id, IBV_WC_RDMA_READ, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.byte_len, n);
 	CHECK_MEM(area(C), area(S), n);
@@ -585,18 +531,18 @@ static void run_transfers(uint32_t big, bool tx_chunked, bool rx_chunked)
 	const uint32_t sizes[] = {0, 1, 4097, big};
 	uint64_t id = 1;
 	for (uint32_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		uint64_t t0 = now_ms();
+		uint64_t t0 = vt_now_ms();
 		transfer(&p, sizes[i], i, &id);
 		printf("  %u bytes: SEND, WRITE, READ in %llu ms\n", sizes[i],
-		       (unsigned long long)(now_ms() - t0));
+		       (unsigned long long)(vt_now_ms() - t0));
 	}
 	struct ibv_wc wc;
 	CHECK_EQ(ibv_poll_cq(p.C.cq, 1, &wc), 0);
 	CHECK_EQ(ibv_poll_cq(p.S.cq, 1, &wc), 0);
 	CHECK(guards_ok(&p.S));
 	CHECK(guards_ok(&p.C));
-	CHECK_EQ(qp_state(p.S.qp), IBV_QPS_RTS);
-	CHECK_EQ(qp_state(p.C.qp), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(p.S.qp), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(p.C.qp), IBV_QPS_RTS);
 	/* The faults really were there. */
 	uint64_t tx = fault_total(IO_TCP_C_fault_tx_chunks);
 	uint64_t rx = fault_total(IO_TCP_C_fault_rx_chunks);
@@ -635,7 +581,7 @@ static void sc_chunk7_rx3(void)
  * every byte (so that each byte tells whether it was placed). */
 static void patterns(uint8_t *old, uint8_t *new, size_t n, uint32_t seed)
 {
-	fill(new, n, seed);
+	vt_fill(new, n, seed);
 	for (size_t i = 0; i < n; i++)
 		old[i] = (uint8_t) ~new[i];
 }
@@ -732,7 +678,7 @@ static void reset_one(struct pair *p, enum big_op op, uint32_t len, uint32_t see
 	struct side *S = &p->S, *C = &p->C;
 	/* The side whose area is the target, and the one whose area is the source. */
 	struct side *T = op == BIG_READ ? C : S, *F = op == BIG_READ ? S : C;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = vt_now_ms();
 
 	pair_new_qps(p);
 	connect_ok(p);
@@ -794,7 +740,7 @@ static void reset_one(struct pair *p, enum big_op op, uint32_t len, uint32_t see
 		CHECK_MEM(scratch(S), zero, SCRATCH);
 	long k = placed_prefix(area(T), pattern_new, AREA);
 	printf("  %s of %u bytes: %ld placed before the reset, %llu ms\n", names[op], len, k,
-	       (unsigned long long)(now_ms() - t0));
+	       (unsigned long long)(vt_now_ms() - t0));
 	CHECK(k >= 0);
 	CHECK(k < (long)RESET_AT); /* the stream carried headers too */
 	CHECK(k <= (long)len);
@@ -834,8 +780,8 @@ static void sc_reset_hs(void)
 		CHECK_EQ(acc, -1);
 		CHECK_EQ(aerr, ECONNRESET);
 		/* Still in INIT: the second attempt fails the same way, not with EINVAL. */
-		CHECK_EQ(qp_state(p.S.qp), IBV_QPS_INIT);
-		CHECK_EQ(qp_state(p.C.qp), IBV_QPS_INIT);
+		CHECK_EQ(vt_qp_state(p.S.qp), IBV_QPS_INIT);
+		CHECK_EQ(vt_qp_state(p.C.qp), IBV_QPS_INIT);
 		CHECK_EQ(fault_total(IO_TCP_C_fault_resets), attempt + 1);
 	}
 	/* Usable: a receive can be posted in INIT and nothing completes. */
@@ -861,14 +807,14 @@ static void sc_reset_hs_24(void)
 	printf("  connect %d (%s), accept %d (%s)\n", r, strerror(cerr), acc, strerror(aerr));
 	CHECK_EQ(r, -1);
 	CHECK_EQ(cerr, ECONNRESET);
-	CHECK_EQ(qp_state(p.C.qp), IBV_QPS_INIT);
+	CHECK_EQ(vt_qp_state(p.C.qp), IBV_QPS_INIT);
 	if (acc == 0) {
-		struct ibv_wc wc = wait_wc(p.S.cq);
+		struct ibv_wc wc = vt_wait_wc(p.S.cq, WAIT_MS);
 		check_wc(&wc, 1, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR);
 		CHECK(wait_state(p.S.qp, IBV_QPS_ERR));
 	} else {
 		CHECK_EQ(aerr, ECONNRESET);
-		CHECK_EQ(qp_state(p.S.qp), IBV_QPS_INIT);
+		CHECK_EQ(vt_qp_state(p.S.qp), IBV_QPS_INIT);
 	}
 	/* The initiator's stream, and the responder's too if its 24-byte Reply went out. */
 	uint64_t resets = fault_total(IO_TCP_C_fault_resets);
@@ -888,10 +834,10 @@ struct rendezvous {
 static bool read_full(int fd, void *buf, size_t n)
 {
 	size_t got = 0;
-	uint64_t stop = now_ms() + WAIT_MS;
+	uint64_t stop = vt_now_ms() + WAIT_MS;
 	while (got < n) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
-		uint64_t t = now_ms();
+		uint64_t t = vt_now_ms();
 		if (t >= stop || poll(&pf, 1, (int)(stop - t)) <= 0)
 			return false;
 		ssize_t r = read(fd, (uint8_t *)buf + got, n - got);
@@ -905,9 +851,9 @@ static bool read_full(int fd, void *buf, size_t n)
 /* Waits (bounded) until t[off..off+64) holds want[off..]: part of a transfer has arrived. */
 static bool wait_arrived(const uint8_t *t, const uint8_t *want, size_t off)
 {
-	uint64_t stop = now_ms() + WAIT_MS;
+	uint64_t stop = vt_now_ms() + WAIT_MS;
 	while (memcmp((const void *)(t + off), want + off, 64) != 0) {
-		if (now_ms() > stop)
+		if (vt_now_ms() > stop)
 			return false;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
@@ -931,7 +877,7 @@ static void peer_main(bool writer, int down, int up, const char *fault)
 		_exit(4);
 	uint8_t *want = malloc(AREA);
 	REQUIRE(want);
-	fill(want, AREA, 77);
+	vt_fill(want, AREA, 77);
 	if (writer) {
 		memcpy(area(&P), want, AREA);
 		post_send(&P, IBV_WR_RDMA_WRITE, area(&P), AREA, rv.addr, rv.rkey, 1);
@@ -978,11 +924,11 @@ static void peer_kill(pid_t pid)
 {
 	int st;
 	CHECK_EQ(kill(pid, SIGKILL), 0);
-	uint64_t stop = now_ms() + WAIT_MS;
+	uint64_t stop = vt_now_ms() + WAIT_MS;
 	pid_t w;
 	while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
-		REQUIRE(now_ms() < stop);
-		sleep_ms(1);
+		REQUIRE(vt_now_ms() < stop);
+		vt_sleep_ms(1);
 	}
 	CHECK_EQ(w, pid);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
@@ -998,7 +944,7 @@ static void sc_kill_writer(void)
 	side_open(&S);
 	uint8_t *want = malloc(AREA);
 	REQUIRE(want);
-	patterns(area(&S), want, AREA, 77); /* the peer's fill(77) differs in every byte */
+	patterns(area(&S), want, AREA, 77); /* the peer's vt_fill(77) differs in every byte */
 	int port = softrdma_iw_listen(S.ctx, 0);
 	REQUIRE(port > 0);
 	struct rendezvous rv = {
@@ -1010,7 +956,7 @@ static void sc_kill_writer(void)
 	char c;
 	REQUIRE(read_full(up, &c, 1) && c == 'P');
 	REQUIRE(wait_arrived(area(&S), want, MiB));
-	uint64_t t0 = now_ms(), t1 = 0;
+	uint64_t t0 = vt_now_ms(), t1 = 0;
 	peer_kill(pid);
 	struct ibv_wc wc[8];
 	int got = collect(S.cq, wc, 8, 4, &t1);
@@ -1037,7 +983,7 @@ static void sc_kill_target(void)
 	pid_t pid = peer_start(false, "tcp_rx_chunk=64", &down, &up);
 	struct side S;
 	side_open(&S);
-	fill(area(&S), AREA, 77);
+	vt_fill(area(&S), AREA, 77);
 	int port = softrdma_iw_listen(S.ctx, 0);
 	REQUIRE(port > 0);
 	struct rendezvous rv = {.port = (uint16_t)port}, peer;
@@ -1050,7 +996,7 @@ static void sc_kill_target(void)
 	post_send(&S, IBV_WR_SEND, S.buf, 0, 0, 0, 61);
 	char c;
 	REQUIRE(read_full(up, &c, 1) && c == 'M');
-	uint64_t t0 = now_ms(), t1 = 0;
+	uint64_t t0 = vt_now_ms(), t1 = 0;
 	peer_kill(pid);
 	struct ibv_wc wc[8];
 	int got = collect(S.cq, wc, 8, 4, &t1);
@@ -1092,7 +1038,7 @@ static const struct scenario scenarios[] = {
 /* Runs one scenario in a child process; true if it passed within its limit. */
 static bool run_scenario(const struct scenario *sc)
 {
-	uint64_t t0 = now_ms();
+	uint64_t t0 = vt_now_ms();
 	printf("== %s (SOFTRDMA_FAULT=\"%s\")\n", sc->name, sc->fault);
 	fflush(NULL);
 	pid_t pid = fork();
@@ -1108,13 +1054,13 @@ static bool run_scenario(const struct scenario *sc)
 	pid_t w;
 	bool hung = false;
 	while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
-		if (now_ms() - t0 > (uint64_t)sc->limit_ms) {
+		if (vt_now_ms() - t0 > (uint64_t)sc->limit_ms) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			hung = true;
 			break;
 		}
-		sleep_ms(2);
+		vt_sleep_ms(2);
 	}
 	bool ok = !hung && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 	printf("== %s: %s, %llu ms\n", sc->name,
@@ -1122,7 +1068,7 @@ static bool run_scenario(const struct scenario *sc)
 	       : ok		 ? "ok"
 	       : WIFSIGNALED(st) ? strsignal(WTERMSIG(st))
 				 : "FAILED",
-	       (unsigned long long)(now_ms() - t0));
+	       (unsigned long long)(vt_now_ms() - t0));
 	return ok;
 }
 

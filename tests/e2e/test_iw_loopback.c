@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "vutil.h"
 #include "io/tcp.h"
 #include "softrdma.h"
 #include "engine/iw_eng.h"
@@ -38,13 +39,6 @@ struct side {
 	struct ibv_mr *mr;
 	uint8_t *buf;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static struct ibv_qp *make_qp(struct side *s)
 {
@@ -93,28 +87,6 @@ static void side_close(struct side *s)
 	free(s->buf);
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-	REQUIRE(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
-	return a.qp_state;
-}
-
-/* One completion from cq, or the test stops (a hang is a failure). */
-static struct ibv_wc wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	uint64_t stop = now_ms() + WAIT_MS;
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		REQUIRE(n >= 0);
-		if (n == 1)
-			return wc;
-		REQUIRE(now_ms() < stop);
-	}
-}
-
 /* Idle connections cost no CPU: the progress threads sleep in epoll (no spinning on a
  * readable socket nobody reads). Returns the process's CPU ms over `ms` of idling. */
 static long idle_cpu_ms(int ms)
@@ -153,43 +125,20 @@ static void connect_pair(struct ibv_qp *s, struct ibv_qp *c, int port)
 	pthread_join(t, NULL);
 	REQUIRE(r == 0);
 	REQUIRE(j.ret == 0);
-	CHECK_EQ(qp_state(s), IBV_QPS_RTS);
-	CHECK_EQ(qp_state(c), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(s), IBV_QPS_RTS);
+	CHECK_EQ(vt_qp_state(c), IBV_QPS_RTS);
 	CHECK_EQ(s->state, IBV_QPS_RTS);
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-	for (size_t i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
 }
 
 static void post_recv(struct side *s, uint8_t *addr, uint32_t len, uint64_t id)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = s->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
-	REQUIRE(ibv_post_recv(s->qp, &wr, &bad) == 0);
+	vt_post_recv(s->qp, s->mr, addr, len, id);
 }
 
 static int post_send(struct side *s, enum ibv_wr_opcode op, uint8_t *addr, uint32_t len,
 		     uint64_t raddr, uint32_t rkey, uint64_t id)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = s->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = id,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad = NULL;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	int r = ibv_post_send(s->qp, &wr, &bad);
-	if (r)
-		CHECK(bad == &wr);
-	return r;
+	return vt_post_send(s->qp, s->mr, op, addr, len, raddr, rkey, id);
 }
 
 static void check_wc(const struct ibv_wc *wc, uint64_t id, enum ibv_wc_opcode op,
@@ -212,9 +161,9 @@ static uint32_t lo_mulpdu(void)
 	struct io_tcp_conn *c;
 	REQUIRE(io_tcp_listen(lo, 0, 0, NULL, &l) == 0);
 	REQUIRE(io_tcp_connect(NULL, 0, lo, io_tcp_listener_port(l), NULL, &c) == 0);
-	uint64_t stop = now_ms() + WAIT_MS;
+	uint64_t stop = vt_now_ms() + WAIT_MS;
 	while (io_tcp_connect_done(c) == -EINPROGRESS)
-		REQUIRE(now_ms() < stop);
+		REQUIRE(vt_now_ms() < stop);
 	int mss = io_tcp_mss(c);
 	REQUIRE(mss > 0);
 	io_tcp_abort(c);
@@ -248,8 +197,8 @@ static void connect_errors(struct side *S, struct side *C, int port)
 	errno = 0;
 	CHECK_EQ(softrdma_iw_connect(C->qp, "localhost", (uint16_t)port, 100), -1);
 	CHECK_EQ(errno, EINVAL); /* an address, not a name */
-	CHECK_EQ(qp_state(S->qp), IBV_QPS_INIT);
-	CHECK_EQ(qp_state(C->qp), IBV_QPS_INIT);
+	CHECK_EQ(vt_qp_state(S->qp), IBV_QPS_INIT);
+	CHECK_EQ(vt_qp_state(C->qp), IBV_QPS_INIT);
 }
 
 static void check_device(struct ibv_device *dev, struct side *s)
@@ -287,12 +236,12 @@ static void transfers(struct side *S, struct side *C, uint32_t mulpdu)
 		struct ibv_wc wc;
 		/* SEND C -> S */
 		memset(S->buf, 0, n + 1);
-		fill(C->buf, n, (uint32_t)i);
+		vt_fill(C->buf, n, (uint32_t)i);
 		post_recv(S, S->buf, n, id);
 		CHECK_EQ(post_send(C, IBV_WR_SEND, C->buf, n, 0, 0, id + 1), 0);
-		wc = wait_wc(C->cq);
+		wc = vt_wait_wc(C->cq, WAIT_MS);
 		check_wc(&wc, id + 1, IBV_WC_SEND, IBV_WC_SUCCESS);
-		wc = wait_wc(S->cq);
+		wc = vt_wait_wc(S->cq, WAIT_MS);
 		check_wc(&wc, id, IBV_WC_RECV, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.byte_len, n);
 		CHECK_MEM(S->buf, C->buf, n);
@@ -302,17 +251,17 @@ static void transfers(struct side *S, struct side *C, uint32_t mulpdu)
 		/* WRITE C -> S, then a zero-byte SEND behind it: its arrival means the WRITE
 		 * is placed (one stream, in order). */
 		memset(S->buf, 0, n + 1);
-		fill(C->buf, n, (uint32_t)i + 100);
+		vt_fill(C->buf, n, (uint32_t)i + 100);
 		post_recv(S, S->buf + BUF_SIZE - 16, 0, id);
 		CHECK_EQ(post_send(C, IBV_WR_RDMA_WRITE, C->buf, n, (uintptr_t)S->buf, S->mr->rkey,
 				   id + 1),
 			 0);
 		CHECK_EQ(post_send(C, IBV_WR_SEND, C->buf, 0, 0, 0, id + 2), 0);
-		wc = wait_wc(C->cq);
+		wc = vt_wait_wc(C->cq, WAIT_MS);
 		check_wc(&wc, id + 1, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS);
-		wc = wait_wc(C->cq);
+		wc = vt_wait_wc(C->cq, WAIT_MS);
 		check_wc(&wc, id + 2, IBV_WC_SEND, IBV_WC_SUCCESS);
-		wc = wait_wc(S->cq);
+		wc = vt_wait_wc(S->cq, WAIT_MS);
 		check_wc(&wc, id, IBV_WC_RECV, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.byte_len, 0);
 		CHECK_MEM(S->buf, C->buf, n);
@@ -320,12 +269,12 @@ static void transfers(struct side *S, struct side *C, uint32_t mulpdu)
 		id += 3;
 
 		/* READ S -> C: the server's progress thread answers (it never polls here). */
-		fill(S->buf, n, (uint32_t)i + 200);
+		vt_fill(S->buf, n, (uint32_t)i + 200);
 		memset(C->buf, 0, n + 1);
 		CHECK_EQ(
 		    post_send(C, IBV_WR_RDMA_READ, C->buf, n, (uintptr_t)S->buf, S->mr->rkey, id),
 		    0);
-		wc = wait_wc(C->cq);
+		wc = vt_wait_wc(C->cq, WAIT_MS);
 		check_wc(&wc, id, IBV_WC_RDMA_READ, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.byte_len, n);
 		CHECK_MEM(C->buf, S->buf, n);
@@ -355,20 +304,20 @@ static void bad_rkey(struct side *S, struct side *C)
 		 0);
 	CHECK_EQ(post_send(C, IBV_WR_RDMA_WRITE, C->buf, 64, (uintptr_t)S->buf, S->mr->rkey, 501),
 		 0);
-	struct ibv_wc wc = wait_wc(C->cq);
+	struct ibv_wc wc = vt_wait_wc(C->cq, WAIT_MS);
 	check_wc(&wc, 500, IBV_WC_RDMA_READ, IBV_WC_REM_ACCESS_ERR);
-	wc = wait_wc(C->cq);
+	wc = vt_wait_wc(C->cq, WAIT_MS);
 	check_wc(&wc, 501, IBV_WC_RDMA_WRITE, IBV_WC_WR_FLUSH_ERR);
-	uint64_t stop = now_ms() + WAIT_MS;
-	while (qp_state(S->qp) != IBV_QPS_ERR || qp_state(C->qp) != IBV_QPS_ERR) {
+	uint64_t stop = vt_now_ms() + WAIT_MS;
+	while (vt_qp_state(S->qp) != IBV_QPS_ERR || vt_qp_state(C->qp) != IBV_QPS_ERR) {
 		ibv_poll_cq(S->cq, 1, &wc);
-		REQUIRE(now_ms() < stop);
+		REQUIRE(vt_now_ms() < stop);
 	}
-	CHECK_EQ(qp_state(S->qp), IBV_QPS_ERR);
-	CHECK_EQ(qp_state(C->qp), IBV_QPS_ERR);
+	CHECK_EQ(vt_qp_state(S->qp), IBV_QPS_ERR);
+	CHECK_EQ(vt_qp_state(C->qp), IBV_QPS_ERR);
 	/* Posting in ERR completes at once with a flush. */
 	CHECK_EQ(post_send(C, IBV_WR_SEND, C->buf, 1, 0, 0, 502), 0);
-	wc = wait_wc(C->cq);
+	wc = vt_wait_wc(C->cq, WAIT_MS);
 	check_wc(&wc, 502, IBV_WC_SEND, IBV_WC_WR_FLUSH_ERR);
 }
 
@@ -384,10 +333,10 @@ static void peer_close(struct side *S, struct side *C, int port)
 		post_recv(C, C->buf + i * 64, 64, 700 + i);
 	side_close(S);
 	for (uint64_t i = 0; i < 4; i++) {
-		struct ibv_wc wc = wait_wc(C->cq);
+		struct ibv_wc wc = vt_wait_wc(C->cq, WAIT_MS);
 		check_wc(&wc, 700 + i, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR);
 	}
-	CHECK_EQ(qp_state(C->qp), IBV_QPS_ERR);
+	CHECK_EQ(vt_qp_state(C->qp), IBV_QPS_ERR);
 }
 
 int main(void)
