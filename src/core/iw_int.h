@@ -30,6 +30,11 @@ struct iwp_conn {
 	bool tx_blocked; /* the socket buffer is full: wait for EPOLLOUT */
 	bool more;	 /* a budget ran out: come back at once */
 	bool in_epoll;
+	/* Auto-connected (socket-exchange programs, RoCE semantics): an orderly end of the
+	 * peer's stream between messages leaves the QP as it is - as a RoCE QP whose peer was
+	 * destroyed - instead of flushing it; the next send finds the connection gone. */
+	bool lenient_eof;
+	bool peer_done;	 /* the peer's stream ended that way: we read no more */
 	uint32_t events; /* epoll interest registered */
 	struct iwp_conn *next;
 };
@@ -44,8 +49,9 @@ struct iwp {
 	bool has_thread;
 	atomic_bool stop;
 	_Atomic uint64_t last_app;
-	uint8_t crc;	     /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
-	struct iwp_rdv *rdv; /* auto-connect (iw_rdv.c), created at the first QP */
+	uint8_t crc;	      /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
+	struct iwp_rdv *rdv;  /* auto-connect (iw_rdv.c), created at the first QP */
+	uint64_t peer_closed; /* auto-connected streams the peer ended between messages */
 	uint8_t discard[4096];
 };
 
@@ -62,6 +68,9 @@ int iwp_hs_step(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t now, uint8_
  * Returns 0, or -EINVAL (the QP was modified meanwhile), -ENOMEM, ... */
 int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
 			 const struct iw_conn *c, const uint8_t *left, size_t nleft);
+
+/* Under the lock: qp's connection takes the auto-connect semantics (lenient_eof). */
+void iwp_conn_set_lenient(struct iwp *p, struct iw_qp *qp);
 
 /* Under the lock: the data-path thread and its epoll set, if not yet there. */
 int iwp_start_thread(struct iwp *p);

@@ -70,11 +70,28 @@ void iwp_note_app(struct iwp *p)
 
 static void set_events(struct iwp *p, struct iwp_conn *k, uint32_t ev)
 {
-	if (!k->in_epoll || ev == k->events)
+	if (ev == k->events && (k->in_epoll || !ev))
 		return;
 	struct epoll_event e = {.events = ev, .data.ptr = NULL};
-	epoll_ctl(p->epfd, EPOLL_CTL_MOD, io_tcp_fd(k->tcp), &e);
+	if (!ev) {
+		/* Nothing to wait for (the peer's stream ended, nothing blocked): out of the
+		 * set, or its hang-up would wake the thread for ever. */
+		if (k->in_epoll)
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, io_tcp_fd(k->tcp), NULL);
+		k->in_epoll = false;
+	} else if (!k->in_epoll) {
+		k->in_epoll = epoll_ctl(p->epfd, EPOLL_CTL_ADD, io_tcp_fd(k->tcp), &e) == 0;
+	} else {
+		epoll_ctl(p->epfd, EPOLL_CTL_MOD, io_tcp_fd(k->tcp), &e);
+	}
 	k->events = ev;
+}
+
+void iwp_conn_set_lenient(struct iwp *p, struct iw_qp *qp)
+{
+	for (struct iwp_conn *k = p->conns; k; k = k->next)
+		if (k->qp == qp)
+			k->lenient_eof = true;
 }
 
 static void conn_free(struct iwp *p, struct iwp_conn *k, bool reset)
@@ -112,7 +129,7 @@ static void conn_lost(struct iwp_conn *k, uint64_t now)
 		iw_qp_set_state(k->qp, IBV_QPS_ERR, now);
 }
 
-static bool conn_rx(struct iwp_conn *k, uint64_t now)
+static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 {
 	bool did = false;
 	for (int i = 0; i < RX_BUDGET; i++) {
@@ -125,6 +142,11 @@ static bool conn_rx(struct iwp_conn *k, uint64_t now)
 		if (r == -EAGAIN)
 			return did;
 		did = true;
+		if (r == -ESHUTDOWN && k->lenient_eof && iw_qp_rx_quiescent(k->qp)) {
+			k->peer_done = true;
+			p->peer_closed++;
+			return did;
+		}
 		if (r < 0) {
 			conn_lost(k, now);
 			return did;
@@ -152,6 +174,12 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 		if (n <= 0) {
 			*idle = true;
 			return did;
+		}
+		if (k->peer_done) {
+			/* The peer's QP is gone: what we would send now can never arrive. The
+			 * QP fails and its work requests are flushed (RoCE would time out). */
+			conn_lost(k, now);
+			return true;
 		}
 		size_t offered = 0;
 		for (int j = 0; j < n; j++)
@@ -206,8 +234,8 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 		}
 		return false;
 	}
-	if (rx && !k->dead)
-		did |= conn_rx(k, now);
+	if (rx && !k->dead && !k->peer_done)
+		did |= conn_rx(p, k, now);
 	if (!k->dead)
 		did |= conn_tx(k, now, &idle);
 	if (k->dead) {
@@ -228,7 +256,7 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 		set_events(p, k, EPOLLOUT);
 		return did;
 	}
-	set_events(p, k, EPOLLIN | (k->tx_blocked ? EPOLLOUT : 0u));
+	set_events(p, k, (k->peer_done ? 0u : EPOLLIN) | (k->tx_blocked ? EPOLLOUT : 0u));
 	return did;
 }
 

@@ -80,7 +80,9 @@ int iwp_slot(struct iwp *p);
 int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
 		     const uint8_t peer[16], uint32_t peer_qpn, uint16_t ird, uint16_t ord);
 
-/* The auto-connect counters ("iw_rdv_*"), for softrdma_query_counters. Under the lock. */
+/* The auto-connect counters ("iw_rdv_*", and "iw_peer_closed": auto-connected streams whose
+ * peer QP went away between messages; such a QP stays as it is, as on RoCE, and fails at its
+ * next send), for softrdma_query_counters. Under the lock. */
 void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg);
 
 /* For rdma_cm (src/cm), which runs the MPA exchange itself (with the application's private

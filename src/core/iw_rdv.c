@@ -139,6 +139,7 @@ void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg)
 	const uint64_t *v = p->rdv ? p->rdv->cnt : zero;
 	for (int i = 0; i < RC__COUNT; i++)
 		fn(arg, rdv_counter_names[i], v[i]);
+	fn(arg, "iw_peer_closed", p->peer_closed);
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
@@ -571,10 +572,12 @@ static bool in_run(struct iwp_rdv *r, struct rdv_in *in, uint64_t now, uint64_t 
 	}
 	struct io_tcp_conn *tcp = in->tcp;
 	in->tcp = NULL;
-	if (iwp_establish_locked(r->p, ac->qp, tcp, &in->c, left, nleft) < 0)
+	if (iwp_establish_locked(r->p, ac->qp, tcp, &in->c, left, nleft) < 0) {
 		iw_qp_conn_failed(ac->qp, now);
-	else
+	} else {
+		iwp_conn_set_lenient(r->p, ac->qp);
 		CNT(r, established_passive);
+	}
 	ac->done = true;
 	return true;
 }
@@ -663,10 +666,12 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 	}
 	struct io_tcp_conn *tcp = ac->tcp;
 	ac->tcp = NULL;
-	if (iwp_establish_locked(r->p, ac->qp, tcp, &ac->c, left, nleft) < 0)
+	if (iwp_establish_locked(r->p, ac->qp, tcp, &ac->c, left, nleft) < 0) {
 		iw_qp_conn_failed(ac->qp, now);
-	else
+	} else {
+		iwp_conn_set_lenient(r->p, ac->qp);
 		CNT(r, established_active);
+	}
 	return true;
 }
 

@@ -121,6 +121,10 @@ enum ibv_qp_state iw_qp_state(const struct iw_qp *qp);
  * RTR; with early_send true, send WRs are accepted there and queued (they start when the
  * connection moves the QP to RTS), as the consumer already sees the QP in RTS. */
 void iw_qp_set_early_send(struct iw_qp *qp, bool on);
+/* True when the receive side is between messages: no FPDU, Send, Write or Read Response
+ * half-received and no READ of ours waiting for its response. An orderly end of the stream
+ * here loses nothing the QP was promised. */
+bool iw_qp_rx_quiescent(const struct iw_qp *qp);
 /* The connection could not be made (or was lost before RTS): ERR, flushing both queues, and
  * IBV_EVENT_QP_FATAL. */
 void iw_qp_conn_failed(struct iw_qp *qp, uint64_t now);

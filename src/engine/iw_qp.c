@@ -416,6 +416,12 @@ void iw_qp_set_early_send(struct iw_qp *qp, bool on)
 	qp->early_send = on;
 }
 
+bool iw_qp_rx_quiescent(const struct iw_qp *qp)
+{
+	return iw_rx_idle(&qp->rx.p) && qp->rx.off == 0 && !qp->rx.t_active && !qp->rx.u_active &&
+	       qp->orq_head == qp->orq_tail;
+}
+
 void iw_qp_conn_failed(struct iw_qp *qp, uint64_t now)
 {
 	(void)now;

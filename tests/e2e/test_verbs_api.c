@@ -1,8 +1,16 @@
 /* Verbs semantics beyond the data path, over real sockets on loopback: device list and
  * queries, completion channels (a blocked application is woken by the progress thread, the
  * fd is pollable, solicited-only arming), SRQs shared by two QPs with the limit event, and
- * asynchronous events (communication established, SRQ limit). */
+ * asynchronous events (communication established, SRQ limit), flush on ERR, and a QP reset and
+ * connected again.
+ *
+ * The device is roce_lo, or the one $SOFTRDMA_TEST_DEV or --dev NAME names. Everything here
+ * exists on iWARP (iwarp_lo: the QPs connect the same way, softrdma making the TCP connection
+ * and the MPA exchange, core/iw_progress.h) and runs there too; only the device's identity
+ * differs (transport iWARP, node type RNIC, no atomics, GIDs typed as IB as on siw).
+ * $SOFTRDMA_IW_PORT (the rendezvous port) is made random per process unless it is set. */
 #include "check.h"
+#include "softrdma.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +24,9 @@
 
 #define BUF 65536
 
+static const char *dev_name = "roce_lo"; /* $SOFTRDMA_TEST_DEV or --dev */
+static bool iw;				 /* the device is iWARP */
+
 static struct ibv_device *lo_device(struct ibv_device ***list)
 {
 	int n;
@@ -23,7 +34,7 @@ static struct ibv_device *lo_device(struct ibv_device ***list)
 	REQUIRE(*list && n >= 1);
 	REQUIRE((*list)[n] == NULL); /* NULL-terminated */
 	for (int i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name((*list)[i]), "roce_lo"))
+		if (!strcmp(ibv_get_device_name((*list)[i]), dev_name))
 			return (*list)[i];
 	return NULL;
 }
@@ -34,7 +45,7 @@ static void queries(struct ibv_context *ctx)
 	CHECK_EQ(ibv_query_device(ctx, &da), 0);
 	CHECK_EQ(da.phys_port_cnt, 1);
 	CHECK(da.max_qp_wr >= 1024);
-	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_HCA);
+	CHECK_EQ(da.atomic_cap, iw ? IBV_ATOMIC_NONE : IBV_ATOMIC_HCA); /* RDMAP has none */
 	CHECK(da.max_qp_rd_atom >= 1);
 	struct ibv_device_attr_ex dax;
 	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &dax), 0);
@@ -52,7 +63,8 @@ static void queries(struct ibv_context *ctx)
 	CHECK_MEM(gid.raw, lo_v4, 16);
 	struct ibv_gid_entry ge;
 	CHECK_EQ(ibv_query_gid_ex(ctx, 1, 0, &ge, 0), 0);
-	CHECK_EQ(ge.gid_type, IBV_GID_TYPE_ROCE_V2);
+	/* iWARP GIDs are plain IP addresses: siw reports them as IB type. */
+	CHECK_EQ(ge.gid_type, iw ? IBV_GID_TYPE_IB : IBV_GID_TYPE_ROCE_V2);
 	CHECK_MEM(ge.gid.raw, lo_v4, 16);
 	CHECK(ibv_query_gid_ex(ctx, 1, 200, &ge, 0) != 0);
 	CHECK(ibv_query_gid(ctx, 1, 200, &gid) != 0);
@@ -204,13 +216,103 @@ static void post_srq(struct end *e, int n)
 	}
 }
 
-int main(void)
+/* A QP pair reset and connected again works like a new one (same QPNs), and carries a SEND
+ * each way. Pair 0: a.qp[0] was moved to ERR and is back in INIT (ERR -> RESET -> INIT); its
+ * peer b.qp[0] is in RTS (on iWARP too: a's QP left the stream in order, and an auto-connected
+ * QP whose peer went away stays as it is, as on RoCE). b's is reset first, then a's. Pair 1: both
+ * in RTS with a live connection; a's is reset first, so that on iWARP the reset of the connection
+ * races with b's own move to RESET (which must win: the old stream is gone for good). */
+static void reconnect(struct end *a, struct end *b, int q)
 {
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr rst = {.qp_state = IBV_QPS_RESET};
+	if (q == 0) {
+		if (iw) {
+			/* b's QP sees the end of a's stream in its own time (up to 10 s) and,
+			 * auto-connected, stays in RTS as a RoCE QP would (nothing flushed). */
+			struct timespec t0, t, ms = {0, 1000000};
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			while (softrdma_counter(b->ctx, NULL, "iw_peer_closed") < 1) {
+				clock_gettime(CLOCK_MONOTONIC, &t);
+				if (t.tv_sec - t0.tv_sec >= 10)
+					break;
+				nanosleep(&ms, NULL);
+			}
+			CHECK_EQ(softrdma_counter(b->ctx, NULL, "iw_peer_closed"), 1);
+			CHECK_EQ(ibv_query_qp(b->qp[0], &qa, IBV_QP_STATE, &qi), 0);
+			CHECK_EQ(qa.qp_state, IBV_QPS_RTS);
+		}
+		CHECK_EQ(ibv_modify_qp(b->qp[0], &rst, IBV_QP_STATE), 0);
+		CHECK_EQ(ibv_modify_qp(a->qp[0], &rst, IBV_QP_STATE), 0);
+	} else {
+		CHECK_EQ(ibv_query_qp(b->qp[q], &qa, IBV_QP_STATE, &qi), 0);
+		CHECK_EQ(qa.qp_state, IBV_QPS_RTS);
+		CHECK_EQ(ibv_modify_qp(a->qp[q], &rst, IBV_QP_STATE), 0);
+		CHECK_EQ(ibv_modify_qp(b->qp[q], &rst, IBV_QP_STATE), 0);
+	}
+	CHECK_EQ(ibv_query_qp(a->qp[q], &qa, IBV_QP_STATE, &qi), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_RESET);
+	CHECK_EQ(ibv_query_qp(b->qp[q], &qa, IBV_QP_STATE, &qi), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_RESET);
+	union ibv_gid ga, gb;
+	ibv_query_gid(a->ctx, 1, 0, &ga);
+	ibv_query_gid(b->ctx, 1, 0, &gb);
+	connect_qp(a->qp[q], b->qp[q]->qp_num, 0, gb);
+	connect_qp(b->qp[q], a->qp[q]->qp_num, 0, ga);
+	/* a -> b: b's receive comes from its SRQ (3 of the 8 are left for pair 0, 2 for 1). */
+	struct ibv_wc wc[2];
+	for (int i = 0; i < 100; i++)
+		a->buf[i] = (uint8_t)(i * 3 + 1 + q);
+	send_msg(a, q, 100, 0, 20);
+	CHECK_EQ(drain(a->cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].wr_id, 20);
+	CHECK_EQ(drain(b->cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, IBV_WC_RECV);
+	CHECK_EQ(wc[0].byte_len, 100);
+	CHECK_EQ(wc[0].qp_num, b->qp[q]->qp_num);
+	CHECK(wc[0].wr_id >= 1000 && wc[0].wr_id < 1008);
+	CHECK_MEM(b->buf + 1024 * (wc[0].wr_id - 1000), a->buf, 100);
+	/* b -> a: a's own receive. */
+	struct ibv_sge sge = {.addr = (uintptr_t)a->buf + 4096, .length = 64, .lkey = a->mr->lkey};
+	struct ibv_recv_wr r = {.wr_id = 21, .sg_list = &sge, .num_sge = 1}, *bad;
+	CHECK_EQ(ibv_post_recv(a->qp[q], &r, &bad), 0);
+	for (int i = 0; i < 64; i++)
+		b->buf[i] = (uint8_t)(i * 5 + 2 + q);
+	send_msg(b, q, 64, 0, 22);
+	CHECK_EQ(drain(b->cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].wr_id, 22);
+	CHECK_EQ(drain(a->cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].wr_id, 21);
+	CHECK_EQ(wc[0].qp_num, a->qp[q]->qp_num);
+	CHECK_EQ(wc[0].byte_len, 64);
+	CHECK_MEM(a->buf + 4096, b->buf, 64);
+}
+
+int main(int argc, char **argv)
+{
+	if (getenv("SOFTRDMA_TEST_DEV") && *getenv("SOFTRDMA_TEST_DEV"))
+		dev_name = getenv("SOFTRDMA_TEST_DEV");
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev_name = argv[++i];
+	/* iWARP's rendezvous port, random per process: parallel runs never meet. */
+	if (!getenv("SOFTRDMA_IW_PORT")) {
+		char port[16];
+		snprintf(port, sizeof(port), "%d", 10000 + (int)(getpid() % 10000));
+		setenv("SOFTRDMA_IW_PORT", port, 1);
+	}
 	struct ibv_device **list;
 	struct ibv_device *dev = lo_device(&list);
 	REQUIRE(dev);
-	CHECK_EQ(dev->transport_type, IBV_TRANSPORT_IB);
-	CHECK_EQ(dev->node_type, IBV_NODE_CA);
+	iw = dev->transport_type == IBV_TRANSPORT_IWARP;
+	fprintf(stderr, "device %s (%s)\n", dev_name, iw ? "iWARP" : "RoCE");
+	CHECK_EQ(dev->transport_type, iw ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB);
+	CHECK_EQ(dev->node_type, iw ? IBV_NODE_RNIC : IBV_NODE_CA);
 	CHECK(ibv_get_device_guid(dev) != 0);
 
 	struct end a, b;
@@ -319,6 +421,8 @@ int main(void)
 	    ibv_modify_qp(a.qp[0], &init,
 			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
 	    0);
+	reconnect(&a, &b, 0);
+	reconnect(&a, &b, 1);
 
 	end_close(&a);
 	end_close(&b);

@@ -1,7 +1,25 @@
 /* End to end over real UDP sockets on loopback, through the verbs API: two device contexts
  * (each with its own socket, steering slot and progress thread) connected by RC QPs.
  * Every opcode at 0 B, 1 B, MTU-1, MTU, MTU+1 and 1 MiB with every byte checked; remote
- * access violations; RNR; a peer that disappears; bad API arguments. */
+ * access violations; RNR; a peer that disappears; bad API arguments.
+ *
+ * The device is roce_lo, or the one $SOFTRDMA_TEST_DEV or --dev NAME names. On an iWARP device
+ * (iwarp_lo) the QPs connect the same way (INIT -> RTR -> RTS; softrdma makes the TCP
+ * connection and the MPA exchange: core/iw_progress.h) and everything runs, with what iWARP
+ * does differently asserted instead (each printed as a note):
+ *   - immediate data and atomics do not exist in RDMAP (RFC 5040): refused at post (EINVAL);
+ *   - an RDMA WRITE completes when its bytes are handed to TCP, not when placed: the target's
+ *     bytes are checked after a READ behind it on the same QP has returned them;
+ *   - a WRITE that the target refuses (bad rkey, no remote write) has completed already: the
+ *     target sends a Terminate, both QPs go to ERR, and the READ behind the WRITE, outstanding
+ *     when the Terminate arrives, completes with the Terminate's status (REM_ACCESS_ERR);
+ *   - no RNR NAK: a SEND with no receive posted is fatal (Terminate, both QPs in ERR); the
+ *     "wait for the receive" case is skipped;
+ *   - no retry count: a peer QP that disappears resets the TCP connection, the QP goes to ERR;
+ *   - messages at the FPDU boundaries are added (around each sender's MULPDU, read from the
+ *     QP: white box), and the FPDUs each SEND and WRITE takes are counted;
+ *   - with SOFTRDMA_IW_CRC=on (strict, required), MPA must have negotiated CRC32c.
+ * $SOFTRDMA_IW_PORT (the rendezvous port) is made random per process unless it is set. */
 #include "check.h"
 
 #include <errno.h>
@@ -10,8 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "softrdma.h"
+#include "wire/iwarp/iwarp.h"
 
 static bool use_ipv6;
+static bool iw;				 /* the device is iWARP */
+static const char *dev_name = "roce_lo"; /* $SOFTRDMA_TEST_DEV or --dev */
 
 #define BUF_SIZE ((2u << 20) + 4096) /* two 1 MiB messages and guard bytes */
 
@@ -32,9 +57,62 @@ static struct ibv_device *find_lo(struct ibv_device ***list)
 	int n;
 	*list = ibv_get_device_list(&n);
 	for (int i = 0; *list && i < n; i++)
-		if (!strcmp(ibv_get_device_name((*list)[i]), "roce_lo"))
+		if (!strcmp(ibv_get_device_name((*list)[i]), dev_name))
 			return (*list)[i];
 	return NULL;
+}
+
+/* A case the device's protocol does not have (or has differently): said, never silent. */
+static void note(const char *what, const char *why)
+{
+	fprintf(stderr, "NOTE (%s): %s: %s\n", dev_name, what, why);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	REQUIRE(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
+	return a.qp_state;
+}
+
+/* Waits up to 10 s for qp to reach state; true if it did. */
+static bool wait_state(struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	uint64_t stop = now_ms() + 10000;
+	while (qp_state(qp) != state) {
+		if (now_ms() >= stop)
+			return false;
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+	return true;
+}
+
+/* iWARP, white box: the attributes of qp's connection, read from the QP under the context's
+ * lock; no verb reports them. The MULPDU (largest DDP segment it sends) follows the MSS the
+ * kernel reports once the MPA exchange is over, which varies with the peer's window; crc says
+ * whether MPA negotiated CRC32c. */
+static struct iw_qp_attr qp_iw_attr(struct ibv_qp *ibqp)
+{
+	struct sr_qp *q = (struct sr_qp *)ibqp;
+	struct iw_qp_attr at;
+	core_lock(q->ctx->core);
+	iw_qp_get_attr(q->iqp, &at);
+	core_unlock(q->ctx->core);
+	return at;
+}
+
+static uint32_t qp_mulpdu(struct ibv_qp *ibqp)
+{
+	return qp_iw_attr(ibqp).mulpdu;
 }
 
 static void side_open(struct side *s, struct ibv_device *dev, unsigned mr_access)
@@ -151,12 +229,69 @@ static int post_send(struct side *s, enum ibv_wr_opcode op, uint64_t off, uint32
 				 .num_sge = 1,
 				 .opcode = op,
 				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
+			   *bad = NULL;
 	if (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM)
 		wr.imm_data = htobe32(0x12345678);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
-	return ibv_post_send(s->qp, &wr, &bad);
+	int r = ibv_post_send(s->qp, &wr, &bad);
+	if (r)
+		CHECK(bad == &wr);
+	return r;
+}
+
+/* iWARP: posts `op` (64 bytes from a's offset 0 to raddr / rkey; wr_id) and a good 64-byte
+ * READ of b's buffer into a's offset 4096 (read_id) in one call, so that both are handed to
+ * TCP together: the READ is outstanding when b's answer to the first one comes back. (Two
+ * calls would race with it: a Terminate that arrives in between puts the QP in ERR, and the
+ * READ is flushed at post.) */
+static void post_with_read(struct side *a, struct side *b, enum ibv_wr_opcode op, uint64_t raddr,
+			   uint32_t rkey, uint64_t wr_id, uint64_t read_id)
+{
+	struct ibv_sge s1 = {.addr = (uintptr_t)a->buf, .length = 64, .lkey = a->mr->lkey};
+	struct ibv_sge s2 = {.addr = (uintptr_t)a->buf + 4096, .length = 64, .lkey = a->mr->lkey};
+	struct ibv_send_wr rd = {.wr_id = read_id,
+				 .sg_list = &s2,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   wr = {.wr_id = wr_id,
+				 .next = &rd,
+				 .sg_list = &s1,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad = NULL;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	rd.wr.rdma.remote_addr = (uintptr_t)b->buf;
+	rd.wr.rdma.rkey = b->mr->rkey;
+	CHECK_EQ(ibv_post_send(a->qp, &wr, &bad), 0);
+}
+
+/* iWARP: a's WRITE of `len` bytes to b's `dst` has completed, which only means that TCP has
+ * the bytes (shared/spec/iwarp.md 6.4, as siw). A READ of the same bytes behind it on the same QP
+ * returns after they were placed (the target handles its stream in order): the READ brings them
+ * into a's own `dst` region, and both copies are checked by the caller against the source. */
+static void read_back(struct side *a, struct side *b, uint64_t dst, uint32_t len)
+{
+	struct ibv_wc wc;
+	memset(a->buf + dst, 0xEE, len + 1);
+	CHECK_EQ(post_send(a, IBV_WR_RDMA_READ, dst, len, (uintptr_t)b->buf + dst, b->mr->rkey, 40),
+		 0);
+	REQUIRE(wait_wc(a->cq, &wc) == 0);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 40);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ);
+	CHECK_EQ(a->buf[dst + len], 0xEE);
+}
+
+/* iWARP: the FPDUs a message of len bytes takes (RFC 5044 6.2: each carries at most MULPDU
+ * bytes of DDP segment, header included; an empty message still takes one). */
+static uint64_t fpdus_for(struct ibv_qp *qp, uint8_t opcode, uint32_t len)
+{
+	uint32_t room = qp_mulpdu(qp) - iw_opinfo(opcode)->hdr_len;
+	return len ? (len + room - 1) / room : 1;
 }
 
 /* One message of `len` bytes for each data opcode, checked on both sides. */
@@ -166,12 +301,21 @@ static void data_ops(struct side *a, struct side *b, uint32_t len, unsigned seed
 	const uint64_t src = 0, dst = 1u << 20;
 	/* SEND and SEND with immediate */
 	for (int imm = 0; imm < 2; imm++) {
+		if (imm && iw) {
+			/* RDMAP has no immediate data: refused at post, nothing sent. */
+			CHECK_EQ(post_send(a, IBV_WR_SEND_WITH_IMM, src, len, 0, 0, 1), EINVAL);
+			continue;
+		}
 		fill(a->buf + src, len, seed + (unsigned)imm);
 		memset(b->buf + dst, 0xEE, len + 1);
 		post_recv(b, dst, len, 77);
+		uint64_t fpdus = iw ? softrdma_counter(NULL, a->qp, "tx_fpdus") : 0;
 		CHECK_EQ(post_send(a, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, src, len, 0, 0, 1),
 			 0);
 		REQUIRE(wait_wc(a->cq, &wc) == 0);
+		if (iw)
+			CHECK_EQ(softrdma_counter(NULL, a->qp, "tx_fpdus") - fpdus,
+				 fpdus_for(a->qp, IW_OP_SEND, len));
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.opcode, IBV_WC_SEND);
 		CHECK_EQ(wc.wr_id, 1);
@@ -189,26 +333,41 @@ static void data_ops(struct side *a, struct side *b, uint32_t len, unsigned seed
 	/* RDMA WRITE */
 	fill(a->buf + src, len, seed + 2);
 	memset(b->buf + dst, 0xEE, len + 1);
+	uint64_t fpdus = iw ? softrdma_counter(NULL, a->qp, "tx_fpdus") : 0;
 	CHECK_EQ(post_send(a, IBV_WR_RDMA_WRITE, src, len, (uintptr_t)b->buf + dst, b->mr->rkey, 2),
 		 0);
 	REQUIRE(wait_wc(a->cq, &wc) == 0);
+	if (iw)
+		CHECK_EQ(softrdma_counter(NULL, a->qp, "tx_fpdus") - fpdus,
+			 fpdus_for(a->qp, IW_OP_WRITE, len));
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+	if (iw) {
+		read_back(a, b, dst, len);
+		CHECK_MEM(a->buf + dst, a->buf + src, len);
+	}
 	CHECK_MEM(b->buf + dst, a->buf + src, len);
 	CHECK_EQ(b->buf[dst + len], 0xEE);
 	/* RDMA WRITE with immediate consumes a receive */
 	fill(a->buf + src, len, seed + 3);
-	post_recv(b, dst, 0, 78);
-	CHECK_EQ(post_send(a, IBV_WR_RDMA_WRITE_WITH_IMM, src, len, (uintptr_t)b->buf + dst,
-			   b->mr->rkey, 3),
-		 0);
-	REQUIRE(wait_wc(a->cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
-	REQUIRE(wait_wc(b->cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
-	CHECK_EQ(wc.byte_len, len);
-	CHECK_MEM(b->buf + dst, a->buf + src, len);
+	if (iw) {
+		/* RDMAP has no immediate data: refused at post. */
+		CHECK_EQ(post_send(a, IBV_WR_RDMA_WRITE_WITH_IMM, src, len, (uintptr_t)b->buf + dst,
+				   b->mr->rkey, 3),
+			 EINVAL);
+	} else {
+		post_recv(b, dst, 0, 78);
+		CHECK_EQ(post_send(a, IBV_WR_RDMA_WRITE_WITH_IMM, src, len, (uintptr_t)b->buf + dst,
+				   b->mr->rkey, 3),
+			 0);
+		REQUIRE(wait_wc(a->cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		REQUIRE(wait_wc(b->cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+		CHECK_EQ(wc.byte_len, len);
+		CHECK_MEM(b->buf + dst, a->buf + src, len);
+	}
 	/* RDMA READ */
 	fill(b->buf + dst, len, seed + 4);
 	memset(a->buf + src, 0xEE, len + 1);
@@ -260,6 +419,41 @@ static void atomics(struct side *a, struct side *b)
 	CHECK_EQ(*target, 2005);
 }
 
+/* iWARP: RDMAP has no atomic operations (RFC 7306 adds them; softrdma, as siw, does not):
+ * the device says so, and both are refused at post with nothing sent. */
+static void atomics_refused(struct side *a, struct side *b)
+{
+	struct ibv_device_attr da;
+	CHECK_EQ(ibv_query_device(a->ctx, &da), 0);
+	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_NONE);
+	uint64_t *target = (uint64_t *)(b->buf + 4096);
+	*target = 1000;
+	struct ibv_sge sge = {.addr = (uintptr_t)a->buf, .length = 8, .lkey = a->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_ATOMIC_CMP_AND_SWP,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad = NULL;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.rkey = b->mr->rkey;
+	wr.wr.atomic.compare_add = 1000;
+	wr.wr.atomic.swap = 2000;
+	CHECK_EQ(ibv_post_send(a->qp, &wr, &bad), EINVAL);
+	CHECK(bad == &wr);
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	bad = NULL;
+	CHECK_EQ(ibv_post_send(a->qp, &wr, &bad), EINVAL);
+	CHECK(bad == &wr);
+	/* Nothing went out: the QP is fine, the target untouched, no completion. */
+	struct ibv_wc wc;
+	CHECK_EQ(ibv_poll_cq(a->cq, 1, &wc), 0);
+	CHECK_EQ(qp_state(a->qp), IBV_QPS_RTS);
+	read_back(a, b, 4096, 8);
+	CHECK_EQ(*target, 1000);
+	CHECK_EQ(*(uint64_t *)(a->buf + 4096), 1000);
+}
+
 static void api_misuse(struct side *a)
 {
 	struct ibv_send_wr wr = {.wr_id = 1, .opcode = (enum ibv_wr_opcode)99}, *bad = NULL;
@@ -295,20 +489,61 @@ static void api_misuse(struct side *a)
 	CHECK(ibv_create_qp(a->pd, &qia) == NULL);
 }
 
+/* iWARP: a's WRITE (wr 5) that b refuses, with a good READ (wr 15) queued behind it. The
+ * WRITE completed when TCP took it (completion is local: shared/spec/iwarp.md 6.4); b checks
+ * the STag, sends a Terminate (DDP tagged buffer error, iwarp.md 6.3) and goes to ERR; a
+ * receives it while the READ is outstanding: the READ carries the Terminate's status
+ * (REM_ACCESS_ERR) and a goes to ERR. Not a byte is placed. */
+static void iw_refused_write(struct side *a, struct side *b, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_wc wc;
+	memset(b->buf, 0x5A, 64);
+	post_with_read(a, b, IBV_WR_RDMA_WRITE, raddr, rkey, 5, 15);
+	REQUIRE(wait_wc(a->cq, &wc) == 0);
+	CHECK_EQ(wc.wr_id, 5);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	REQUIRE(wait_wc(a->cq, &wc) == 0);
+	CHECK_EQ(wc.wr_id, 15);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK(wait_state(a->qp, IBV_QPS_ERR));
+	CHECK(wait_state(b->qp, IBV_QPS_ERR));
+	CHECK_EQ(b->buf[0], 0x5A); /* not a byte placed */
+	CHECK_EQ(b->buf[63], 0x5A);
+}
+
 int main(int argc, char **argv)
 {
 	/* --data-only: the data path alone (used with fault injection, where a lost NAK turns an
 	 * access error into a retry timeout, as it would on a real lossy network). */
 	int data_only = 0;
+	if (getenv("SOFTRDMA_TEST_DEV") && *getenv("SOFTRDMA_TEST_DEV"))
+		dev_name = getenv("SOFTRDMA_TEST_DEV");
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--data-only"))
 			data_only = 1;
 		else if (!strcmp(argv[i], "--ipv6"))
 			use_ipv6 = true;
+		else if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev_name = argv[++i];
+	}
+	/* iWARP's rendezvous port, random per process: parallel runs never meet. */
+	if (!getenv("SOFTRDMA_IW_PORT")) {
+		char port[16];
+		snprintf(port, sizeof(port), "%d", 10000 + (int)(getpid() % 10000));
+		setenv("SOFTRDMA_IW_PORT", port, 1);
 	}
 	struct ibv_device **list;
 	struct ibv_device *dev = find_lo(&list);
 	REQUIRE(dev);
+	iw = dev->transport_type == IBV_TRANSPORT_IWARP;
+	CHECK_EQ(iw, dev->node_type == IBV_NODE_RNIC);
+	fprintf(stderr, "device %s (%s)\n", dev_name, iw ? "iWARP" : "RoCE");
+	if (iw) {
+		note("SEND / RDMA WRITE with immediate", "RDMAP has no immediate data; checked "
+							 "to be refused at post (EINVAL)");
+		note("RDMA WRITE", "completes when TCP has the bytes; the target is checked after "
+				   "a READ behind it");
+	}
 	const unsigned all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	struct side a, b;
@@ -318,13 +553,48 @@ int main(int argc, char **argv)
 	side_connect(&a, &b, 7, 14, 7);
 	side_connect(&b, &a, 7, 14, 7);
 	uint32_t mtu = 128u << a.mtu;
-	const uint32_t sizes[] = {0, 1, mtu - 1, mtu, mtu + 1, 1u << 20};
-	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		fprintf(stderr, "data ops at %u bytes\n", sizes[i]);
-		data_ops(&a, &b, sizes[i], i);
-		data_ops(&b, &a, sizes[i], i + 100);
+	/* Per direction (iWARP: around the sender's FPDU, which each side sizes by itself). */
+	uint32_t sizes[2][16];
+	unsigned nsizes = 0;
+	const uint32_t common[] = {0, 1, mtu - 1, mtu, mtu + 1};
+	for (unsigned i = 0; i < sizeof(common) / sizeof(common[0]); i++, nsizes++)
+		sizes[0][nsizes] = sizes[1][nsizes] = common[i];
+	if (iw) {
+		/* The connection is made in the background: wait for it (a READ comes back),
+		 * then take each sender's MULPDU. Around it: a message that fills one FPDU
+		 * exactly (MULPDU minus the untagged, then the tagged header), one byte more,
+		 * and MULPDU itself +-1. */
+		read_back(&a, &b, 0, 1);
+		const char *crc = getenv("SOFTRDMA_IW_CRC");
+		bool want_crc = crc && (!strcmp(crc, "on") || !strcmp(crc, "strict") ||
+					!strcmp(crc, "required"));
+		fprintf(stderr, "MPA CRC32c: %s\n", qp_iw_attr(a.qp).crc ? "on" : "off");
+		CHECK_EQ(qp_iw_attr(a.qp).crc, want_crc);
+		CHECK_EQ(qp_iw_attr(b.qp).crc, want_crc);
+		for (int d = 0; d < 2; d++) {
+			uint32_t m = qp_mulpdu(d ? b.qp : a.qp);
+			uint32_t su = m - iw_opinfo(IW_OP_SEND)->hdr_len;
+			uint32_t st = m - iw_opinfo(IW_OP_WRITE)->hdr_len;
+			const uint32_t more[] = {su, su + 1, st, st + 1, m - 1, m, m + 1};
+			fprintf(stderr, "%s's MULPDU %u\n", d ? "b" : "a", m);
+			for (unsigned i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+				sizes[d][nsizes + i] = more[i];
+		}
+		nsizes += 7;
 	}
-	atomics(&a, &b);
+	sizes[0][nsizes] = sizes[1][nsizes] = 1u << 20;
+	nsizes++;
+	for (unsigned i = 0; i < nsizes; i++) {
+		fprintf(stderr, "data ops at %u / %u bytes\n", sizes[0][i], sizes[1][i]);
+		data_ops(&a, &b, sizes[0][i], i);
+		data_ops(&b, &a, sizes[1][i], i + 100);
+	}
+	if (iw) {
+		note("atomics", "RDMAP has none (atomic_cap NONE); checked to be refused at post");
+		atomics_refused(&a, &b);
+	} else {
+		atomics(&a, &b);
+	}
 	if (data_only) {
 		side_close(&a);
 		side_close(&b);
@@ -335,10 +605,17 @@ int main(int argc, char **argv)
 
 	/* Remote access violation: an rkey that does not exist. Both QPs go to ERR. */
 	struct ibv_wc wc;
-	CHECK_EQ(post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey + 0x100, 5),
-		 0);
-	REQUIRE(wait_wc(a.cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	if (iw) {
+		note("WRITE with a bad rkey", "completes locally; the READ behind it gets the "
+					      "Terminate's REM_ACCESS_ERR");
+		iw_refused_write(&a, &b, (uintptr_t)b.buf, b.mr->rkey + 0x100);
+	} else {
+		CHECK_EQ(post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf,
+				   b.mr->rkey + 0x100, 5),
+			 0);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	}
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
 	CHECK_EQ(ibv_query_qp(a.qp, &qa, IBV_QP_STATE, &qi), 0);
@@ -361,6 +638,11 @@ int main(int argc, char **argv)
 		CHECK_EQ(post_send(&a, IBV_WR_RDMA_READ, 0, 64, raddr, b.mr->rkey, 7), 0);
 		REQUIRE(wait_wc(a.cq, &wc) == 0);
 		CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+		if (iw) {
+			/* The Terminate ends the stream: both QPs in ERR. */
+			CHECK(wait_state(a.qp, IBV_QPS_ERR));
+			CHECK(wait_state(b.qp, IBV_QPS_ERR));
+		}
 		side_close(&a);
 		side_close(&b);
 	}
@@ -370,9 +652,14 @@ int main(int argc, char **argv)
 	side_open(&b, dev, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	side_connect(&a, &b, 7, 14, 7);
 	side_connect(&b, &a, 7, 14, 7);
-	CHECK_EQ(post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey, 8), 0);
-	REQUIRE(wait_wc(a.cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	if (iw) {
+		iw_refused_write(&a, &b, (uintptr_t)b.buf, b.mr->rkey);
+	} else {
+		CHECK_EQ(post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey, 8),
+			 0);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	}
 	side_close(&a);
 	side_close(&b);
 
@@ -381,9 +668,28 @@ int main(int argc, char **argv)
 	side_open(&b, dev, all);
 	side_connect(&a, &b, 1, 14, 7);
 	side_connect(&b, &a, 7, 14, 7);
-	CHECK_EQ(post_send(&a, IBV_WR_SEND, 0, 64, 0, 0, 9), 0);
-	REQUIRE(wait_wc(a.cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+	if (iw) {
+		/* No RNR NAK in iWARP: a SEND that finds no receive is a fatal error at the
+		 * target (DDP untagged buffer error "no buffer", shared/spec/iwarp.md): Terminate,
+		 * both QPs in ERR. The SEND completed when TCP took it; the READ behind it gets
+		 * the Terminate's status (REM_INV_REQ_ERR). */
+		note("SEND with no receive posted", "no RNR retry in iWARP: fatal, both QPs in "
+						    "ERR (asserted instead of RNR_RETRY_EXC_ERR)");
+		post_with_read(&a, &b, IBV_WR_SEND, 0, 0, 9, 10);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.wr_id, 9);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.wr_id, 10);
+		CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+		CHECK(wait_state(a.qp, IBV_QPS_ERR));
+		CHECK(wait_state(b.qp, IBV_QPS_ERR));
+		CHECK_EQ(ibv_poll_cq(b.cq, 1, &wc), 0); /* b had no receive to complete */
+	} else {
+		CHECK_EQ(post_send(&a, IBV_WR_SEND, 0, 64, 0, 0, 9), 0);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+	}
 	side_close(&a);
 	side_close(&b);
 
@@ -391,15 +697,20 @@ int main(int argc, char **argv)
 	side_open(&b, dev, all);
 	side_connect(&a, &b, 7, 14, 7);
 	side_connect(&b, &a, 7, 14, 7);
-	CHECK_EQ(post_send(&a, IBV_WR_SEND, 0, 64, 0, 0, 12), 0);
-	struct timespec pause = {0, 20 * 1000 * 1000};
-	nanosleep(&pause, NULL); /* a is retrying on RNR (rnr_retry 7: forever) */
-	post_recv(&b, 0, 64, 13);
-	REQUIRE(wait_wc(a.cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
-	CHECK_EQ(wc.wr_id, 12);
-	REQUIRE(wait_wc(b.cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	if (iw) {
+		note("SEND waiting on RNR until the receive is posted",
+		     "skipped: iWARP has no RNR retry");
+	} else {
+		CHECK_EQ(post_send(&a, IBV_WR_SEND, 0, 64, 0, 0, 12), 0);
+		struct timespec pause = {0, 20 * 1000 * 1000};
+		nanosleep(&pause, NULL); /* a is retrying on RNR (rnr_retry 7: forever) */
+		post_recv(&b, 0, 64, 13);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 12);
+		REQUIRE(wait_wc(b.cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	}
 
 	/* RTS->RTS may change only a few attributes (not the timeout). */
 	struct ibv_qp_attr rts = {.timeout = 8};
@@ -413,11 +724,39 @@ int main(int argc, char **argv)
 	side_open(&b, dev, all);
 	side_connect(&a, &b, 7, 8, 3);
 	side_connect(&b, &a, 7, 8, 3);
-	CHECK_EQ(ibv_destroy_qp(b.qp), 0);
-	b.qp = NULL;
-	CHECK_EQ(post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey, 14), 0);
-	REQUIRE(wait_wc(a.cq, &wc) == 0);
-	CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+	if (iw) {
+		/* No retry count in iWARP: the connection is made first (a READ comes back),
+		 * then b's QP is destroyed, which resets it (RFC 5044: TCP is the LLP); a sees
+		 * the reset: ERR, and the WRITE fails. */
+		note("peer QP destroyed",
+		     "no retry count in iWARP: the peer's end of the stream is "
+		     "seen, the next WRITE fails (asserted instead of "
+		     "RETRY_EXC_ERR)");
+		read_back(&a, &b, 0, 1);
+		CHECK_EQ(ibv_destroy_qp(b.qp), 0);
+		b.qp = NULL;
+		/* As on RoCE, a's QP stays as it is (auto-connected: an orderly end of the
+		 * peer's stream flushes nothing) until it sends: then it fails, flushed. */
+		uint64_t stop = now_ms() + 10000;
+		struct timespec ms = {0, 1000000};
+		while (softrdma_counter(a.ctx, NULL, "iw_peer_closed") != 1 && now_ms() < stop)
+			nanosleep(&ms, NULL);
+		CHECK_EQ(softrdma_counter(a.ctx, NULL, "iw_peer_closed"), 1);
+		CHECK_EQ(qp_state(a.qp), IBV_QPS_RTS);
+		CHECK_EQ(post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey, 14),
+			 0);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+		CHECK_EQ(wc.wr_id, 14);
+		CHECK(wait_state(a.qp, IBV_QPS_ERR));
+	} else {
+		CHECK_EQ(ibv_destroy_qp(b.qp), 0);
+		b.qp = NULL;
+		CHECK_EQ(post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey, 14),
+			 0);
+		REQUIRE(wait_wc(a.cq, &wc) == 0);
+		CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+	}
 	side_close(&a);
 	side_close(&b);
 
