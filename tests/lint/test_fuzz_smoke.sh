@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz smoke test: builds every fuzz/fuzz_*.c as a libFuzzer target (clang, ASan + UBSan,
-# UB aborts) linked with src/wire/**/*.c and src/util/*.c, and runs each for 20 seconds.
+# UB aborts) linked with src/wire/**/*.c, src/util/*.c and the sans-I/O MPA handshake machine
+# src/engine/iw_conn.c (which needs only src/wire), and runs each for 20 seconds.
 # Fails on any crash, sanitizer report, leak, timeout or out-of-memory; skips (exit 77) when
 # clang with libFuzzer is not available. Usage: test_fuzz_smoke.sh [build-dir (unused)]
 # Environment: FUZZ_CC (default clang), FUZZ_SECONDS (default 20).
@@ -23,7 +24,7 @@ fi
 
 shopt -s nullglob globstar
 targets=(fuzz/fuzz_*.c)
-libsrc=(src/wire/**/*.c src/util/*.c)
+libsrc=(src/wire/**/*.c src/util/*.c src/engine/iw_conn.c)
 if [ ${#targets[@]} -eq 0 ]; then
 	echo "no fuzz/fuzz_*.c targets"
 	exit 1
@@ -63,6 +64,18 @@ seed fuzz_iw_stream nocrc "00 ffff 00 $r $s"
 seed fuzz_mpa req1 "01 4d504120494420526571204672616d65 40 01 0008 636c69656e742121 $w"
 seed fuzz_mpa req2 "01 4d504120494420526571204672616d65 10 02 000c 0010 0010 636c69656e742121"
 seed fuzz_mpa rep2p2p "02 4d504120494420526570204672616d65 50 02 0004 8001 8001 $s"
+# fuzz_iw_conn: byte 0 mode, 13 configuration bytes per machine (see the target's header), then
+# pair mode: corruption (4) + chunk sizes; single mode: time step + chunk sizes + the peer's stream
+ci='00 00 10 10 00 00 0008 00 00 0000 00' # initiator: Rev 2, IRD/ORD 16, 8 bytes of pd
+cr='00 00 00 00 00 00 0000 10 10 0004 00' # responder: accepts with IRD/ORD 16, 4 bytes of pd
+ip='10 02 10 10 00 00 0000 00 00 0000 00' # initiator: P2P offering a Read RTR
+rp='04 02 00 00 00 00 0000 10 10 0000 00' # responder: CRC required, accepts Read RTRs
+rtr='002e 4141 00000000 00000001 00000001 00000000 00000000 0000000000000000 00000000 00000001 0000000000000000 ba10e3c9'
+seed fuzz_iw_conn pair "01 $ci $cr 00000000 02 0600"
+seed fuzz_iw_conn pair_p2p_read "01 $ip $rp 00000000 02 0600"
+seed fuzz_iw_conn resp_siw "04 00 00 00 00 00 00 0000 80 80 0000 00 00 00 4d504120494420526571204672616d65 10 02 0004 00000000 $s"
+seed fuzz_iw_conn init_siw_crc "00 04 00 80 80 00 00 0000 00 00 0000 00 00 00 4d504120494420526570204672616d65 50 02 0004 00010001 $s"
+seed fuzz_iw_conn resp_p2p_read "04 $rp 00 00 4d504120494420526571204672616d65 10 02 0004 8010 4010 $rtr"
 
 fail=0
 for src in "${targets[@]}"; do
