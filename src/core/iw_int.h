@@ -53,6 +53,7 @@ struct iwp {
 	struct iwp_rdv *rdv;  /* auto-connect (iw_rdv.c), created at the first QP */
 	uint64_t peer_closed; /* auto-connected streams the peer ended between messages */
 	uint8_t discard[4096];
+	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
 };
 
 /* One non-blocking step of the MPA exchange on tcp: sends what is due, reads what has come,

@@ -20,6 +20,8 @@
 /* recv / send calls per connection and pass: bounded so that one busy stream cannot hold the
  * lock (and the other connections) for long; the caller comes back when there is more. */
 #define RX_BUDGET 256
+/* Reads the engine wants smaller than this go through the staging buffer (conn_rx). */
+#define STAGE_MIN 1024
 #define TX_BUDGET 256
 /* As progress.c: the application counts as active for this long after a post or poll, and the
  * thread naps (growing to NAP_MAX_NS) instead of competing with it for the lock. */
@@ -137,8 +139,13 @@ static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 		size_t len;
 		if (iw_qp_rx_want(k->qp, &dst, &len) < 0)
 			return did; /* the QP takes no more bytes (ERR) */
-		/* Straight into the place the engine validated: registered memory for payload. */
-		ssize_t r = io_tcp_recv(k->tcp, dst, len);
+		/* Large payload goes straight into the place the engine validated (registered
+		 * memory). Headers, trailers and small payloads come through a staging buffer
+		 * instead: one recv for a whole small FPDU (or several) rather than one per
+		 * header, payload and CRC, at the price of copying at most STAGE bytes. */
+		bool staged = len < STAGE_MIN;
+		ssize_t r = staged ? io_tcp_recv(k->tcp, p->stage, sizeof(p->stage))
+				   : io_tcp_recv(k->tcp, dst, len);
 		if (r == -EAGAIN)
 			return did;
 		did = true;
@@ -151,7 +158,9 @@ static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 			conn_lost(k, now);
 			return did;
 		}
-		int e = iw_qp_rx_done(k->qp, (size_t)r, now);
+		size_t used;
+		int e = staged ? iw_qp_rx_bytes(k->qp, p->stage, (size_t)r, &used, now)
+			       : iw_qp_rx_done(k->qp, (size_t)r, now);
 		if (e == -ECONNRESET) { /* a Terminate from the peer: it closes too */
 			k->dead = true;
 			return did;
