@@ -76,6 +76,13 @@ struct sr_srq {
 	uint32_t max_wr, max_sge;
 };
 
+/* An address handle (UD): the destination lives in the core's AH table; ibah.handle is its
+ * core handle, which the engine copies into each send WQE (core.h "address handles"). */
+struct sr_ah {
+	struct ibv_ah ibah;
+	struct sr_context *ctx;
+};
+
 struct sr_qp {
 	struct ibv_qp ibqp;
 	struct eng_qp *eqp;
@@ -110,10 +117,10 @@ enum ibv_qp_state sr_iw_qp_state(const struct sr_qp *qp);
 int sr_check_qp_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask);
 
 /* QP creation steps shared by the RoCE and iWARP paths (verbs.c). sr_qp_check_init checks
- * the QP type (RC only: EOPNOTSUPP otherwise) and the init attributes against the device limits and
- * raises zero capacities to 1 (verbs: a QP has at least what was asked); returns 0 or a positive
- * errno. sr_alloc_qpn takes a free QPN under the core lock. sr_qp_publish fills the ibv_qp the
- * application sees. */
+ * the QP type (RC, UC, UD on RoCE; RC only on iWARP: EOPNOTSUPP otherwise) and the init attributes
+ * against the device limits and raises zero capacities to 1 (verbs: a QP has at least what was
+ * asked); returns 0 or a positive errno. sr_alloc_qpn takes a free QPN under the core lock.
+ * sr_qp_publish fills the ibv_qp the application sees. */
 int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge);
 int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn);
 struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *init,

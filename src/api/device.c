@@ -273,6 +273,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_srq_wr = SR_MAX_QP_WR;
 	a->max_srq_sge = ENG_MAX_SGE;
 	a->max_pkeys = 1;
+	a->max_ah = CORE_MAX_AH; /* UD address handles (core.h) */
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 	if (dev->iwarp) {
@@ -283,6 +284,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 		a->max_qp_init_rd_atom = IW_MAX_ORD;
 		a->max_res_rd_atom = (CORE_MAX_QP - 1) * IW_MAX_IRD;
 		a->atomic_cap = IBV_ATOMIC_NONE;
+		a->max_ah = 0; /* connected only: no UD */
 	}
 	return 0;
 }

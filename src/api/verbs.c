@@ -344,6 +344,8 @@ static int sr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struc
 
 /* ---- queue pairs ---- */
 
+static struct eng_qp_attr to_eng_attr(const struct sr_qp *qp, const struct ibv_qp_attr *a);
+
 int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
 {
 	for (uint32_t n = 1; n < CORE_MAX_QP; n++) {
@@ -358,8 +360,11 @@ int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
 
 int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge)
 {
-	if (init->qp_type != IBV_QPT_RC)
-		return EOPNOTSUPP; /* UC and UD come with the ABI work (issue 4) */
+	/* RoCE: RC, UC and UD, as rxe. iWARP is connected only (siw: RC only). */
+	if (init->qp_type != IBV_QPT_RC &&
+	    (sr_ctx(pd->context)->dev->iwarp ||
+	     (init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD)))
+		return EOPNOTSUPP;
 	struct ibv_qp_cap *cap = &init->cap;
 	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > max_sge ||
 	    cap->max_inline_data > ENG_MAX_INLINE ||
@@ -386,7 +391,7 @@ struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_at
 				  uint32_t qpn, struct sr_qp *qp)
 {
 	struct eng_qp_init ei = {
-	    .type = IBV_QPT_RC,
+	    .type = init->qp_type,
 	    .qpn = qpn,
 	    .pd = pd->handle,
 	    .max_send_wr = init->cap.max_send_wr,
@@ -465,6 +470,12 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	r = eng_qp_create(&ei, &ctx->env, &qp->eqp);
 	if (r == 0) {
 		r = core_qp_attach(ctx->core, qp->eqp, qpn);
+		if (r == 0 && init->qp_type == IBV_QPT_UD) {
+			/* Its own UDP source port, per packet destinations (core.h). */
+			r = core_qp_set_ud(ctx->core, qpn);
+			if (r < 0)
+				core_qp_detach(ctx->core, qpn);
+		}
 		if (r < 0)
 			eng_qp_destroy(qp->eqp);
 	}
@@ -476,7 +487,17 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		goto fail;
 	}
 	core_unlock(ctx->core);
-	sr_qp_publish(qp, ctx, pd, init, qpn, IBV_MTU_256); /* rxe: a QP starts at 256 */
+	/* rxe: a QP starts at 256 until INIT -> RTR sets its path MTU. A UD QP has no path: its
+	 * messages are limited by the port's MTU, which it reports. */
+	sr_qp_publish(qp, ctx, pd, init, qpn,
+		      init->qp_type == IBV_QPT_UD ? ctx->dev->max_mtu : IBV_MTU_256);
+	{
+		/* The engine's attributes from the start (a UD QP's MTU is the port's). */
+		struct eng_qp_attr ea = to_eng_attr(qp, &qp->attr);
+		core_lock(ctx->core);
+		eng_qp_set_attr(qp->eqp, &ea);
+		core_unlock(ctx->core);
+	}
 	return &qp->ibqp;
 fail:
 	errno = ret;
@@ -500,6 +521,42 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);
 	return 0;
+}
+
+/* An address vector (QP path or address handle) on RoCE: the GRH carries the addresses, so it
+ * is required; the source GID exists; both GIDs are of one family. 0 or a positive errno. */
+static int check_av(const struct sr_device *dev, const struct ibv_ah_attr *ah)
+{
+	if (!ah->is_global || ah->grh.sgid_index >= dev->ngid || ah->port_num > 1)
+		return EINVAL;
+	/* Both IPv4 or both IPv6. An IPv6 QP sends from the device's first routable IPv6
+	 * address (core_config.local_addr6); link-local GIDs need a scope id, which a GID does
+	 * not carry: not supported. */
+	const uint8_t *sg = dev->gid[ah->grh.sgid_index];
+	bool v4 = sr_gid_is_v4(sg);
+	if (v4 != sr_gid_is_v4(ah->grh.dgid.raw))
+		return EINVAL;
+	if (!v4 && sg[0] == 0xfe && (sg[1] & 0xc0) == 0x80)
+		return EAFNOSUPPORT;
+	return 0;
+}
+
+/* The core path of an address vector (checked by check_av); sport is the caller's. */
+static struct core_path av_path(const struct sr_device *dev, const struct ibv_ah_attr *ah,
+				uint16_t sport)
+{
+	const struct ibv_global_route *grh = &ah->grh;
+	struct core_path path = {
+	    .ipv6 = !sr_gid_is_v4(grh->dgid.raw),
+	    .sport = sport,
+	    .tos = grh->traffic_class,
+	    /* TTL 0 would be dropped by the first hop; rxe passes hop_limit through, and every
+	     * tool sets it (rc_pingpong 1, perftest 255). */
+	    .ttl = grh->hop_limit ? grh->hop_limit : 64,
+	};
+	memcpy(path.src, dev->gid[grh->sgid_index], 16);
+	memcpy(path.dst, grh->dgid.raw, 16);
+	return path;
 }
 
 int sr_check_qp_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask)
@@ -531,31 +588,21 @@ int sr_check_qp_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_CAP))
 		return EINVAL; /* resizing a QP's queues is not supported */
-	if (mask & IBV_QP_AV) {
-		const struct ibv_ah_attr *ah = &a->ah_attr;
-		/* RoCE needs the GRH: it carries the addresses. */
-		if (!ah->is_global || ah->grh.sgid_index >= dev->ngid || ah->port_num > 1)
-			return EINVAL;
-		/* Both IPv4 or both IPv6. An IPv6 QP sends from the device's first routable
-		 * IPv6 address (core_config.local_addr6); link-local GIDs need a scope id,
-		 * which a GID does not carry: not supported. */
-		const uint8_t *sg = dev->gid[ah->grh.sgid_index];
-		bool v4 = sr_gid_is_v4(sg);
-		if (v4 != sr_gid_is_v4(ah->grh.dgid.raw))
-			return EINVAL;
-		if (!v4 && sg[0] == 0xfe && (sg[1] & 0xc0) == 0x80)
-			return EAFNOSUPPORT;
-	}
+	if (mask & IBV_QP_AV)
+		return check_av(dev, &a->ah_attr);
 	return 0;
 }
 
-static struct eng_qp_attr to_eng_attr(const struct ibv_qp_attr *a)
+static struct eng_qp_attr to_eng_attr(const struct sr_qp *qp, const struct ibv_qp_attr *a)
 {
+	/* A UD message is one packet of at most the port's MTU (spec 4.1, 10). */
+	enum ibv_mtu mtu = qp->ibqp.qp_type == IBV_QPT_UD ? qp->ctx->dev->max_mtu : a->path_mtu;
 	struct eng_qp_attr e = {
 	    .dest_qpn = a->dest_qp_num,
 	    .sq_psn = a->sq_psn & PSN_MASK,
 	    .rq_psn = a->rq_psn & PSN_MASK,
-	    .pmtu = 128u << a->path_mtu,
+	    .pmtu = 128u << mtu,
+	    .qkey = a->qkey,
 	    .access = a->qp_access_flags,
 	    .timeout = a->timeout,
 	    .retry_cnt = a->retry_cnt,
@@ -616,26 +663,22 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		s->dest_qp_num = attr->dest_qp_num;
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		s->en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IBV_QP_QKEY)
+		s->qkey = attr->qkey;
 	if (mask & IBV_QP_AV) {
+		/* RC and UC (the state machine gives UD no AV): rxe's source port for the QP
+		 * pair (spec 1.3). */
 		s->ah_attr = attr->ah_attr;
-		const struct ibv_global_route *grh = &attr->ah_attr.grh;
-		struct core_path path = {
-		    .ipv6 = !sr_gid_is_v4(grh->dgid.raw),
-		    .sport = roce_udp_sport(grh->flow_label, ibqp->qp_num, s->dest_qp_num),
-		    .tos = grh->traffic_class,
-		    /* TTL 0 would be dropped by the first hop; rxe passes hop_limit through,
-		     * and every tool sets it (rc_pingpong 1, perftest 255). */
-		    .ttl = grh->hop_limit ? grh->hop_limit : 64,
-		};
-		memcpy(path.src, ctx->dev->gid[grh->sgid_index], 16);
-		memcpy(path.dst, grh->dgid.raw, 16);
+		struct core_path path = av_path(
+		    ctx->dev, &attr->ah_attr,
+		    roce_udp_sport(attr->ah_attr.grh.flow_label, ibqp->qp_num, s->dest_qp_num));
 		int r = core_qp_set_path(ctx->core, ibqp->qp_num, &path);
 		if (r < 0) {
 			ret = -r;
 			goto unlock;
 		}
 	}
-	struct eng_qp_attr ea = to_eng_attr(s);
+	struct eng_qp_attr ea = to_eng_attr(qp, s);
 	eng_qp_set_attr(qp->eqp, &ea);
 	if (next != cur || (mask & IBV_QP_STATE)) {
 		eng_qp_set_state(qp->eqp, next, core_now_ns());
@@ -692,6 +735,155 @@ static int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	int ret = eng_qp_post_recv(qp->eqp, wr, (const struct ibv_recv_wr **)bad);
 	core_unlock(core);
 	return -ret;
+}
+
+/* ---- address handles (UD) ---- */
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	if (!pd || !attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sr_context *ctx = sr_ctx(pd->context);
+	if (ctx->dev->iwarp) {
+		errno = EOPNOTSUPP; /* no datagrams on iWARP */
+		return NULL;
+	}
+	/* The same rules as a connected QP's address vector (GRH required on RoCE). */
+	int ret = check_av(ctx->dev, attr);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	struct sr_ah *ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct core_path path = av_path(ctx->dev, attr, 0);
+	uint32_t handle = 0;
+	core_lock(ctx->core);
+	int r = core_ah_create(ctx->core, &path, &handle);
+	core_unlock(ctx->core);
+	if (r < 0) {
+		free(ah);
+		errno = -r;
+		return NULL;
+	}
+	ah->ctx = ctx;
+	ah->ibah.context = pd->context;
+	ah->ibah.pd = pd;
+	ah->ibah.handle = handle;
+	return &ah->ibah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ibah)
+{
+	if (!ibah)
+		return EINVAL;
+	struct sr_ah *ah = (struct sr_ah *)ibah;
+	/* Sends posted with it and not yet out are dropped (tx_bad_ah), never misdirected. */
+	core_lock(ah->ctx->core);
+	core_ah_destroy(ah->ctx->core, ibah->handle);
+	core_unlock(ah->ctx->core);
+	free(ah);
+	return 0;
+}
+
+static int find_gid(const struct sr_device *dev, const uint8_t gid[16])
+{
+	for (int i = 0; i < dev->ngid; i++)
+		if (!memcmp(dev->gid[i], gid, 16))
+			return i;
+	return -1;
+}
+
+/* The GRH area holds an IPv4 header (RoCEv2 over IPv4) when its last 20 bytes are one with a
+ * good checksum, as rdma-core decides (get_grh_header_version); else IPv6 if it says so. */
+static int grh_version(const uint8_t *grh)
+{
+	const uint8_t *h = grh + 20;
+	uint32_t sum = 0;
+	if (h[0] == 0x45) {
+		for (int i = 0; i < 20; i += 2)
+			sum += (uint32_t)h[i] << 8 | h[i + 1];
+		while (sum >> 16)
+			sum = (sum & 0xFFFF) + (sum >> 16);
+		if (sum == 0xFFFF)
+			return 4;
+	}
+	return grh[0] >> 4 == 6 ? 6 : 0;
+}
+
+int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
+{
+	if (!context || !wc || !ah_attr || ((wc->wc_flags & IBV_WC_GRH) && !grh)) {
+		errno = EINVAL;
+		return -1;
+	}
+	const struct sr_device *dev = sr_ctx(context)->dev;
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->dlid = wc->slid;
+	ah_attr->sl = wc->sl;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
+	ah_attr->port_num = port_num;
+	if (!(wc->wc_flags & IBV_WC_GRH))
+		return 0;
+	/* The reply goes back where the datagram came from, from the address it came to. */
+	const uint8_t *g = (const uint8_t *)grh;
+	uint8_t sgid[16] = {0}, dgid[16] = {0};
+	ah_attr->is_global = 1;
+	switch (grh_version(g)) {
+	case 4:
+		sgid[10] = sgid[11] = dgid[10] = dgid[11] = 0xff;
+		memcpy(sgid + 12, g + 20 + 16, 4); /* our address: the IP destination */
+		memcpy(dgid + 12, g + 20 + 12, 4);
+		if ((sgid[12] & 0xF0) == 0xE0) { /* multicast: no GID of ours */
+			errno = EINVAL;
+			return -1;
+		}
+		ah_attr->grh.hop_limit = g[20 + 8];
+		ah_attr->grh.traffic_class = g[20 + 1];
+		break;
+	case 6:
+		memcpy(sgid, g + 24, 16);
+		memcpy(dgid, g + 8, 16);
+		if (sgid[0] == 0xFF) {
+			errno = EINVAL;
+			return -1;
+		}
+		ah_attr->grh.flow_label =
+		    ((uint32_t)(g[1] & 0x0F) << 16) | ((uint32_t)g[2] << 8) | g[3];
+		ah_attr->grh.hop_limit = g[7];
+		ah_attr->grh.traffic_class = (uint8_t)(g[0] << 4 | g[1] >> 4);
+		break;
+	default:
+		errno = EINVAL;
+		return -1;
+	}
+	int idx = find_gid(dev, sgid);
+	if (idx < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	ah_attr->grh.sgid_index = (uint8_t)idx;
+	memcpy(ah_attr->grh.dgid.raw, dgid, 16);
+	return 0;
+}
+
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+				     uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+		return NULL;
+	return ibv_create_ah(pd, &attr);
 }
 
 /* ---- asynchronous events ---- */

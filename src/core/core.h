@@ -69,6 +69,26 @@ int core_qp_attach(struct core_ctx *c, struct eng_qp *qp, uint32_t qpn);
 void core_qp_detach(struct core_ctx *c, uint32_t qpn);
 /* Sets the path of a QP (at INIT->RTR). Returns 0 or a negative errno. */
 int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *path);
+/* Makes an attached QP a UD QP (at creation, under the lock): it has no path of its own. Each
+ * packet it sends goes where the address handle of its WR says (eng_qp_output_dest hands the
+ * handle out with the packet; the core resolves it per packet, core_ah_*), from the QP's own UDP
+ * source port, 0xC000 | hash(QPN) as rxe picks it at creation (spec 1.3), in either address
+ * family. It receives from anyone: no peer check; the engine gets the 40-byte GRH built from
+ * the packet's IP header (eng_qp_input_net). Returns 0 or a negative errno (source-port
+ * socket: io_udp_sport_get). */
+int core_qp_set_ud(struct core_ctx *c, uint32_t qpn);
+
+/* ---- address handles (UD destinations) ----
+ * An address handle is a core_path without the source port (ignored here: it is the sending
+ * QP's). Handles are (generation << 16) | index, never 0, so a handle kept in a send WQE after
+ * its AH was destroyed (or reused) resolves to nothing: the packet is dropped and counted
+ * (tx_bad_ah), never sent to another destination. Calls under the lock. */
+#define CORE_MAX_AH 65535
+/* Returns 0 and *handle, or -ENOMEM (table full), or a negative errno from opening the IPv6
+ * socket (an IPv6 destination, once the context has started). */
+int core_ah_create(struct core_ctx *c, const struct core_path *path, uint32_t *handle);
+/* Frees a handle; unknown handles are ignored. */
+void core_ah_destroy(struct core_ctx *c, uint32_t handle);
 
 /* The eng_env.wake callback target: queues the QP for output. */
 void core_qp_wake(struct core_ctx *c, struct eng_qp *qp);
@@ -113,7 +133,8 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_unknown_qp, "packets dropped: no such destination QP")                                \
 	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \
 	X(rx_wrong_peer, "packets dropped: source address is not the QP's peer")                   \
-	X(tx_errors, "packets not sent: socket error")
+	X(tx_errors, "packets not sent: socket error")                                             \
+	X(tx_bad_ah, "UD packets not sent: address handle destroyed, or no socket for its family")
 
 enum core_counter {
 #define CORE_COUNTER_ENUM(name, desc) CORE_CNT_##name,

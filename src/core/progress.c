@@ -36,15 +36,30 @@ const char *const core_counter_names[CORE_CNT__COUNT] = {
 #undef CORE_COUNTER_NAME
 };
 
+/* Per address family: the UDP socket and its fault stage. */
+enum { FAM_V4, FAM_V6, FAM__COUNT };
+
 struct core_qp {
 	struct eng_qp *qp;
 	uint32_t qpn;
 	bool has_path;
 	bool queued;
+	bool ud;	    /* UD: no path; destinations come per packet (core_ah) */
 	uint16_t sport_ref; /* the source port whose socket reference we hold */
 	uint8_t id_mode;    /* enum id_mode: what the peer puts in the IPv4 identification */
 	struct core_path path;
+	/* UD, per family: the source port referenced (0: none yet) and the one packets carry
+	 * (differs when the port is held by someone else, io_udp_sport_get). */
+	uint16_t ud_ref[FAM__COUNT];
+	uint16_t ud_sport[FAM__COUNT];
 	struct core_qp *next_run;
+};
+
+/* An address handle (core.h): where a UD packet goes. */
+struct core_ah {
+	struct core_path path;
+	uint16_t gen; /* bumped at every create in this slot: stale handles never match */
+	bool used;
 };
 
 /* The receive check solves the ICRC for the IPv4 ID it cannot see (roce_icrc_check), which
@@ -52,9 +67,6 @@ struct core_qp {
  * has shown ID 0, a packet that needs another ID is corrupt: the full 32 bits are checked.
  * A kernel peer (rxe) sends varying IDs and keeps the 16-bit residual check. */
 enum id_mode { ID_UNKNOWN, ID_ZERO, ID_ANY };
-
-/* Per address family: the UDP socket and its fault stage. */
-enum { FAM_V4, FAM_V6, FAM__COUNT };
 
 struct core_ctx {
 	pthread_mutex_t lock;
@@ -70,6 +82,9 @@ struct core_ctx {
 	uint32_t nactive;
 	struct core_qp *run_head, *run_tail;
 	uint64_t counters[CORE_CNT__COUNT];
+	struct core_ah *ahs; /* grown on ibv_create_ah (control path); index 0 unused */
+	uint32_t nahs;	     /* slots allocated */
+	uint32_t ah_last;    /* slot taken last (next-fit search) */
 
 	/* progress thread */
 	pthread_t thread;
@@ -167,6 +182,9 @@ void core_qp_detach(struct core_ctx *c, uint32_t qpn)
 	core_flush(c);
 	if (s->has_path)
 		io_udp_sport_put(io_of(c, s->path.ipv6), s->sport_ref);
+	for (int f = 0; f < FAM__COUNT; f++)
+		if (s->ud_ref[f])
+			io_udp_sport_put(io_of(c, f == FAM_V6), s->ud_ref[f]);
 	/* Unlink from the run list. */
 	struct core_qp **pp = &c->run_head;
 	c->run_tail = NULL;
@@ -214,6 +232,110 @@ int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *p
 	return 0;
 }
 
+/* Takes the UD QP's source-port reference on the socket of family f. */
+static int ud_sport_get(struct core_ctx *c, struct core_qp *s, int f)
+{
+	struct io_udp *io = io_of(c, f == FAM_V6);
+	uint16_t sport = roce_udp_sport_initial(s->qpn);
+	if (!io || s->ud_ref[f])
+		return 0;
+	int r = io_udp_sport_get(io, sport);
+	if (r < 0)
+		return r;
+	s->ud_ref[f] = sport;
+	/* Held by someone else: packets leave from the main socket, with its port. */
+	s->ud_sport[f] = r == 1 ? io_udp_port(io) : sport;
+	return 0;
+}
+
+int core_qp_set_ud(struct core_ctx *c, uint32_t qpn)
+{
+	struct core_qp *s = slot_of(c, qpn);
+	if (!s || !s->qp || !c->io)
+		return -EINVAL;
+	s->ud = true;
+	/* A UD QP receives from anyone, in either family: the context listens on its IPv6
+	 * address too (when it has one; a failure only leaves IPv6 datagrams unreceived, and
+	 * this QP's IPv6 sends counted in tx_bad_ah). */
+	if (c->cfg.has_v6)
+		(void)start_v6(c);
+	for (int f = 0; f < FAM__COUNT; f++) {
+		int r = ud_sport_get(c, s, f);
+		if (r < 0) {
+			for (int g = 0; g < FAM__COUNT; g++)
+				if (s->ud_ref[g])
+					io_udp_sport_put(io_of(c, g == FAM_V6), s->ud_ref[g]);
+			memset(s->ud_ref, 0, sizeof(s->ud_ref));
+			s->ud = false;
+			return r;
+		}
+	}
+	return 0;
+}
+
+static struct core_ah *ah_lookup(struct core_ctx *c, uint32_t handle)
+{
+	uint32_t idx = handle & 0xFFFFu;
+	if (idx == 0 || idx >= c->nahs)
+		return NULL;
+	struct core_ah *a = &c->ahs[idx];
+	if (!a->used || a->gen != (uint16_t)(handle >> 16))
+		return NULL;
+	return a;
+}
+
+int core_ah_create(struct core_ctx *c, const struct core_path *path, uint32_t *handle)
+{
+	/* Next fit from the last slot taken: a freed slot is not reused at once, which keeps
+	 * (index, generation) pairs apart for longer. */
+	uint32_t idx = c->nahs;
+	for (uint32_t i = 1; i < c->nahs; i++) {
+		uint32_t k = 1 + (c->ah_last + i - 1) % (c->nahs - 1);
+		if (!c->ahs[k].used) {
+			idx = k;
+			break;
+		}
+	}
+	if (idx >= c->nahs) {
+		/* Grow (control path, under the lock; the data path only reads the table). */
+		uint32_t n = c->nahs ? c->nahs * 2 : 64;
+		if (n > CORE_MAX_AH + 1)
+			n = CORE_MAX_AH + 1;
+		if (idx >= n)
+			return -ENOMEM;
+		struct core_ah *t = realloc(c->ahs, n * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		memset(t + c->nahs, 0, (n - c->nahs) * sizeof(*t));
+		c->ahs = t;
+		c->nahs = n;
+		if (idx == 0)
+			idx = 1; /* the first table */
+	}
+	if (path->ipv6 && c->io) {
+		int r = start_v6(c);
+		if (r < 0)
+			return r;
+	}
+	struct core_ah *a = &c->ahs[idx];
+	a->used = true;
+	c->ah_last = idx;
+	if (++a->gen == 0)
+		a->gen = 1;
+	a->path = *path;
+	a->path.sport = 0; /* the sending QP's */
+	*handle = (uint32_t)a->gen << 16 | idx;
+	return 0;
+}
+
+void core_ah_destroy(struct core_ctx *c, uint32_t handle)
+{
+	struct core_ah *a = ah_lookup(c, handle);
+	if (!a)
+		return;
+	a->used = false;
+}
+
 void core_qp_wake(struct core_ctx *c, struct eng_qp *qp)
 {
 	struct core_qp *s = slot_of(c, eng_qp_num(qp));
@@ -257,16 +379,43 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 {
 	for (int n = 0; n < QP_BURST; n++) {
 		/* A batch goes out through one socket: one family per batch. */
-		if (c->ntx == BATCH || (c->ntx && c->tx_v6 != s->path.ipv6))
+		if (c->ntx == BATCH || (!s->ud && c->ntx && c->tx_v6 != s->path.ipv6))
 			flush_tx(c, now);
 		uint8_t *room = c->txbuf[c->ntx];
 		uint8_t *payload = room + ROCE_MAX_HDR_LEN;
 		struct roce_pkt pkt;
-		if (eng_qp_output(s->qp, now, &pkt, payload,
-				  PKT_ROOM - ROCE_MAX_HDR_LEN - 4 - ROCE_ICRC_LEN) != 1)
+		uint32_t ah = 0;
+		if (eng_qp_output_dest(s->qp, now, &pkt, payload,
+				       PKT_ROOM - ROCE_MAX_HDR_LEN - 4 - ROCE_ICRC_LEN, &ah) != 1)
 			return false;
-		if (!s->has_path)
-			continue; /* nowhere to send: a QP without an address vector */
+		/* Where it goes: the QP's path, or for UD the WR's address handle, resolved
+		 * for this packet alone. */
+		const struct core_path *path;
+		uint16_t sport;
+		if (ah) {
+			const struct core_ah *a = ah_lookup(c, ah);
+			int f = a && a->path.ipv6 ? FAM_V6 : FAM_V4;
+			if (!a || !s->ud || !s->ud_ref[f]) {
+				c->counters[CORE_CNT_tx_bad_ah]++;
+				continue;
+			}
+			path = &a->path;
+			sport = s->ud_sport[f];
+			if (c->ntx && c->tx_v6 != path->ipv6) {
+				/* The family changes: send the batch, and move this packet's
+				 * payload to the first room. */
+				flush_tx(c, now);
+				room = c->txbuf[0];
+				memcpy(room + ROCE_MAX_HDR_LEN, payload, pkt.payload_len);
+				payload = room + ROCE_MAX_HDR_LEN;
+				pkt.payload = payload;
+			}
+		} else {
+			if (!s->has_path)
+				continue; /* nowhere to send: a QP without an address vector */
+			path = &s->path;
+			sport = s->path.sport;
+		}
 		size_t hlen = roce_hdr_len(pkt.bth.opcode);
 		uint8_t *start = payload - hlen;
 		if (hlen == 0 || roce_build_hdrs(&pkt, start, hlen) != hlen)
@@ -276,28 +425,25 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 		memset(start + len, 0, pad);
 		len += pad;
 		uint16_t dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
-		struct roce_envelope env = {.ipv6 = s->path.ipv6,
-					    .ip_id = 0,
-					    .df = true,
-					    .sport = s->path.sport,
-					    .dport = dport};
-		memcpy(env.src, s->path.src, 16);
-		memcpy(env.dst, s->path.dst, 16);
+		struct roce_envelope env = {
+		    .ipv6 = path->ipv6, .ip_id = 0, .df = true, .sport = sport, .dport = dport};
+		memcpy(env.src, path->src, 16);
+		memcpy(env.dst, path->dst, 16);
 		roce_icrc_put(start + len, roce_icrc(&env, start, len));
 		len += ROCE_ICRC_LEN;
 
-		c->tx_v6 = s->path.ipv6;
+		c->tx_v6 = path->ipv6;
 		struct io_pkt *p = &c->tx[c->ntx++];
 		p->buf = start;
 		p->len = len;
 		p->cap = len;
-		p->ipv6 = s->path.ipv6;
-		memcpy(p->src, s->path.src, 16);
-		memcpy(p->dst, s->path.dst, 16);
-		p->sport = s->path.sport;
+		p->ipv6 = path->ipv6;
+		memcpy(p->src, path->src, 16);
+		memcpy(p->dst, path->dst, 16);
+		p->sport = sport;
 		p->dport = dport;
-		p->tos = s->path.tos;
-		p->ttl = s->path.ttl;
+		p->tos = path->tos;
+		p->ttl = path->ttl;
 	}
 	return true;
 }
@@ -321,6 +467,46 @@ static bool run_output(struct core_ctx *c, uint64_t now)
 }
 
 /* ---- receive ---- */
+
+/* The GRH area of a UD receive (spec 10, rxe execute): the IPv6 header, or for IPv4 20 zero
+ * bytes and the IPv4 header, rebuilt byte for byte from what the socket reports (TOS / traffic
+ * class, TTL / hop limit, addresses) and the IPv4 ID that the ICRC check solved. The flow
+ * label is 0, as rxe sends it. */
+static void build_grh(uint8_t grh[ENG_GRH_LEN], const struct io_pkt *p, uint16_t ip_id)
+{
+	uint32_t udp_len = 8 + (uint32_t)p->len;
+	memset(grh, 0, ENG_GRH_LEN);
+	if (p->ipv6) {
+		grh[0] = (uint8_t)(0x60 | p->tos >> 4);
+		grh[1] = (uint8_t)(p->tos << 4);
+		grh[4] = (uint8_t)(udp_len >> 8);
+		grh[5] = (uint8_t)udp_len;
+		grh[6] = 17; /* UDP */
+		grh[7] = p->ttl;
+		memcpy(grh + 8, p->src, 16);
+		memcpy(grh + 24, p->dst, 16);
+		return;
+	}
+	uint8_t *h = grh + 20;
+	uint32_t total = 20 + udp_len, sum = 0;
+	h[0] = 0x45;
+	h[1] = p->tos;
+	h[2] = (uint8_t)(total >> 8);
+	h[3] = (uint8_t)total;
+	h[4] = (uint8_t)(ip_id >> 8);
+	h[5] = (uint8_t)ip_id;
+	h[6] = 0x40; /* DF */
+	h[8] = p->ttl;
+	h[9] = 17;
+	memcpy(h + 12, p->src + 12, 4);
+	memcpy(h + 16, p->dst + 12, 4);
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)h[i] << 8 | h[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	h[10] = (uint8_t)(~sum >> 8);
+	h[11] = (uint8_t)~sum;
+}
 
 static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 {
@@ -349,6 +535,15 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	struct core_qp *s = slot_of(c, pkt.bth.dqpn);
 	if (!s || !s->qp) {
 		c->counters[CORE_CNT_rx_unknown_qp]++;
+		return;
+	}
+	if (s->ud) {
+		/* A UD QP takes datagrams from anyone (rxe checks the peer of RC / UC QPs only);
+		 * the receive buffer gets the IP header they came in. The ICRC residual stays
+		 * 16 bits: peers vary, so no per-peer IPv4 ID rule applies. */
+		uint8_t grh[ENG_GRH_LEN];
+		build_grh(grh, p, ip_id);
+		eng_qp_input_net(s->qp, &pkt, grh, now);
 		return;
 	}
 	if (!s->has_path) {
@@ -726,6 +921,13 @@ static int start_v6(struct core_ctx *c)
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, io_udp_fd(io), &ev);
 	}
 	c->io6 = io;
+	/* UD QPs send from their own port in this family too. A failure leaves that QP's IPv6
+	 * packets counted in tx_bad_ah. */
+	for (uint32_t i = 0; i < c->nactive; i++) {
+		struct core_qp *s = &c->qps[c->active[i]];
+		if (s->ud)
+			(void)ud_sport_get(c, s, FAM_V6);
+	}
 	return 0;
 }
 
@@ -807,5 +1009,6 @@ void core_ctx_destroy(struct core_ctx *c)
 	if (c->io)
 		io_udp_close(c->io);
 	pthread_mutex_destroy(&c->lock);
+	free(c->ahs);
 	free(c);
 }

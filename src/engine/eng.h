@@ -23,6 +23,9 @@
 #define ENG_MAX_INLINE	  256 /* bytes; inline data is copied into the WQE at post time */
 #define ENG_MAX_RD_ATOMIC 16
 #define ENG_MAX_MSG_SIZE  (1u << 31) /* 2 GiB, as rxe */
+/* A UD receive buffer starts with the 40-byte GRH (IBA 11.4.1.1); on RoCEv2 it holds the IP
+ * header the packet came in (spec 10): IPv4 = 20 zero bytes then the 20-byte header. */
+#define ENG_GRH_LEN 40
 
 struct eng_qp;
 
@@ -112,7 +115,7 @@ struct eng_env {
 /* ---- queue pair ---- */
 
 struct eng_qp_init {
-	enum ibv_qp_type type; /* IBV_QPT_RC (UC/UD later) */
+	enum ibv_qp_type type; /* IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
 	uint32_t qpn;
 	uint32_t pd; /* PD handle passed back to mem_resolve */
 	uint32_t max_send_wr, max_send_sge, max_inline;
@@ -126,16 +129,17 @@ struct eng_qp_init {
 /* Attributes the engine acts on. The caller (obj/) validates verbs attribute masks and the
  * state machine, keeps the full attribute set, and passes it whole. */
 struct eng_qp_attr {
-	uint32_t dest_qpn;
-	uint32_t sq_psn;	    /* next PSN the requester sends */
-	uint32_t rq_psn;	    /* next PSN the responder expects */
-	uint32_t pmtu;		    /* bytes: 256..4096 */
-	unsigned access;	    /* IBV_ACCESS_REMOTE_{WRITE,READ,ATOMIC} for inbound requests */
-	uint8_t timeout;	    /* local ACK timeout exponent; 0 = none */
-	uint8_t retry_cnt;	    /* 0..7 */
-	uint8_t rnr_retry;	    /* 0..7, 7 = infinite */
-	uint8_t min_rnr_timer;	    /* RNR NAK timer code we send */
-	uint8_t max_rd_atomic;	    /* ORD: outstanding READ/ATOMIC we may issue */
+	uint32_t dest_qpn;     /* RC / UC; UD takes it per WR */
+	uint32_t sq_psn;       /* next PSN the requester sends */
+	uint32_t rq_psn;       /* next PSN the responder expects (RC / UC) */
+	uint32_t pmtu;	       /* bytes: 256..4096; UD: the port's MTU (one packet per message) */
+	uint32_t qkey;	       /* UD: inbound DETH.Q_Key must equal it; sent for controlled keys */
+	unsigned access;       /* IBV_ACCESS_REMOTE_{WRITE,READ,ATOMIC} for inbound requests */
+	uint8_t timeout;       /* local ACK timeout exponent; 0 = none */
+	uint8_t retry_cnt;     /* 0..7 */
+	uint8_t rnr_retry;     /* 0..7, 7 = infinite */
+	uint8_t min_rnr_timer; /* RNR NAK timer code we send */
+	uint8_t max_rd_atomic; /* ORD: outstanding READ/ATOMIC we may issue */
 	uint8_t max_dest_rd_atomic; /* IRD: responder resources */
 	uint16_t pkey;
 };
@@ -162,8 +166,14 @@ enum ibv_qp_state eng_qp_state(const struct eng_qp *qp);
 const char *eng_qp_state_name(enum ibv_qp_state state);
 
 /* Posts a chain of send WRs (verbs semantics: ibv_post_send(3)). Returns 0, or -EINVAL (bad
- * opcode for the QP type, too many SGEs, inline too long, QP not in RTS/SQD/ERR) / -ENOMEM
- * (send queue full) with *bad set to the first WR not posted. Inline data is copied now. */
+ * opcode for the QP type, too many SGEs, inline too long, QP not in RTS/SQD/ERR, UD WR without
+ * an address handle) / -ENOMEM (send queue full) with *bad set to the first WR not posted.
+ * Inline data is copied now. UC takes SEND and RDMA WRITE (+ immediate); UD takes SEND (+
+ * immediate) with wr.ud: the engine keeps remote_qpn, remote_qkey (bit 31 set: the QP's Q_Key,
+ * the controlled Q_Keys of IBA ch. 10) and wr.ud.ah->handle, an opaque destination the caller
+ * resolves per packet (eng_qp_output_dest); the ibv_ah itself is not kept. A UD SEND longer than
+ * attr.pmtu completes successfully without a packet (IBA C10-93.1.1, as rxe; counted in
+ * tx_ud_too_long). */
 int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 		     const struct ibv_send_wr **bad, uint64_t now_ns);
 /* Posts receives to the QP's own RQ (fails with -EINVAL on an SRQ QP). */
@@ -175,6 +185,11 @@ int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
  * the caller keeps ownership of the buffer. A packet the engine refuses is counted and
  * dropped, and leaves the QP as it was (unless the protocol says the QP goes to ERR). */
 void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns);
+/* eng_qp_input with the network header the packet arrived in: `grh` (ENG_GRH_LEN bytes, or
+ * NULL for zeros) goes into the first 40 bytes of a UD receive buffer (IBV_WC_GRH). Ignored by
+ * RC and UC QPs. The caller keeps ownership. */
+void eng_qp_input_net(struct eng_qp *qp, const struct roce_pkt *pkt, const uint8_t *grh,
+		      uint64_t now_ns);
 
 /* Produces the next packet to send, if any: fills *out and copies its payload into `buf`
  * (at least attr.pmtu bytes; out->payload points there). The payload is written at buf[0]:
@@ -184,6 +199,11 @@ void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns
  * requests all come out here, responses first. Returns -EINVAL if buf_cap < attr.pmtu. */
 int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		  size_t buf_cap);
+/* eng_qp_output that also says where the packet goes: *ah = 0 for the QP's own path (RC, UC),
+ * or, for a UD packet, the handle of the WR's address handle (ibv_ah.handle at post time), which
+ * the caller resolves to addresses for this packet alone. ah may be NULL. */
+int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
+		       size_t buf_cap, uint32_t *ah);
 
 /* Earliest time the engine needs eng_qp_timer() (retransmit, RNR wait), or UINT64_MAX. */
 uint64_t eng_qp_deadline(const struct eng_qp *qp);
@@ -212,10 +232,17 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
 	X(drop_out_of_window, "packets dropped: PSN outside any window")                           \
 	X(drop_unexpected_ack, "responses dropped: nothing outstanding matches")                   \
 	X(drop_bad_length, "packets dropped: inconsistent lengths")                                \
-	X(drop_psn_gap, "requests dropped: PSN ahead of the expected one")                         \
+	X(drop_psn_gap, "requests dropped: PSN gap (RC: ahead of the expected one; UC: not it)")   \
 	X(drop_dup_unmatched, "duplicate READ/ATOMIC dropped: no matching resource")               \
 	X(drop_resp_busy, "requests dropped: response queue full (peer retries)")                  \
-	X(implicit_naks, "retries started by a response passing an unanswered READ/ATOMIC")
+	X(implicit_naks, "retries started by a response passing an unanswered READ/ATOMIC")        \
+	X(drop_qkey, "UD packets dropped: DETH Q_Key is not the QP's")                             \
+	X(drop_no_recv, "UC/UD messages dropped: no receive WQE posted")                           \
+	X(drop_recv_short, "UC/UD messages dropped: receive buffer too small")                     \
+	X(drop_access, "UC RDMA WRITEs dropped: not enabled, or R_Key / bounds refused")           \
+	X(drop_uc_msg, "UC packets dropped: the rest of a message already dropped")                \
+	X(uc_abandoned, "UC messages cut short by loss (PSN gap, missing LAST): no completion")    \
+	X(tx_ud_too_long, "UD sends over the port MTU: completed, nothing sent (C10-93.1.1)")
 
 enum eng_counter {
 #define ENG_COUNTER_ENUM(name, desc) ENG_CNT_##name,

@@ -52,8 +52,8 @@ enum eng_op {
 enum eng_pos_idx { ENG_PI_FIRST, ENG_PI_MIDDLE, ENG_PI_LAST, ENG_PI_ONLY, ENG_PI__COUNT };
 
 /* Protocol facts about one send operation (IBA 9.2 opcode table; spec 3). opcode[] is the RC
- * BTH opcode per position (0xFF where the operation has no such packet); UC would use +0x20
- * for SEND and WRITE rows. */
+ * BTH opcode per position, uc_opcode[] the UC one, ud_opcode the UD SEND ONLY one; 0xFF where
+ * the transport has no such packet (the operation is refused at post for it). */
 struct eng_op_info {
 	const char *name;
 	enum ibv_wc_opcode wc_opcode;
@@ -62,7 +62,11 @@ struct eng_op_info {
 	bool payload;	/* SEND / WRITE: the WQE's data travels in request packets */
 	bool rd_atomic; /* READ / ATOMIC: counts against ORD, answered by a response */
 	bool rwr;	/* consumes a receive WQE at the responder */
+	uint8_t uc_opcode[ENG_PI__COUNT];
+	uint8_t ud_opcode;
 };
+/* The BTH opcode of `info` at position `pi` for a QP of `type` (0xFF: none). */
+uint8_t eng_op_opcode(const struct eng_op_info *info, enum ibv_qp_type type, enum eng_pos_idx pi);
 extern const struct eng_op_info eng_ops[ENG_OP__COUNT];
 
 /* Send WQE life: POSTED (not started) -> ACTIVE (first packet built; PSNs assigned) -> DONE
@@ -90,6 +94,9 @@ struct eng_swqe {
 	uint32_t first_psn; /* valid from ACTIVE */
 	uint32_t last_psn;
 	uint32_t read_done; /* READ: response bytes already placed (completer) */
+	uint32_t ah;	    /* UD: the address handle's handle, resolved by the caller */
+	uint32_t ud_qpn;    /* UD: destination QP */
+	uint32_t ud_qkey;   /* UD: DETH Q_Key (a controlled key already replaced) */
 	enum ibv_wc_status status;
 	uint8_t inline_data[ENG_MAX_INLINE];
 };
@@ -177,6 +184,8 @@ struct eng_qp {
 		bool comm_est;	 /* COMM_EST reported */
 		bool have_wqe;	 /* wqe holds the receive WQE of the SEND in progress */
 		bool keep_queue; /* ERR by a fatal request: responses queued before it go out */
+		bool drop_msg;	 /* UC: dropping the rest of a message until a FIRST / ONLY */
+		bool wqe_spare;	 /* UC: wqe came back from a dropped message; the next takes it */
 		struct eng_rwqe wqe;
 		uint32_t offset; /* SEND: bytes placed into wqe */
 		uint64_t va;	 /* WRITE: address of the next byte */
@@ -281,7 +290,9 @@ void eng_rq_pop(struct eng_rq *rq);
 void eng_rq_clear(struct eng_rq *rq);
 
 /* ---- req.c ---- */
-int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf);
+/* Builds the next request packet; *ah gets the UD destination handle (0 for RC / UC). */
+int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf,
+		   uint32_t *ah);
 /* true if eng_req_output would produce a packet now. */
 bool eng_req_ready(struct eng_qp *qp);
 /* Repositions the requester at comp.psn: the oldest unretired WQE, mid-message if part of it
@@ -291,6 +302,13 @@ void eng_req_reset(struct eng_qp *qp);
 
 /* ---- resp.c ---- */
 void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt);
+/* UC requests: no ACKs, a message with a PSN gap or an error is dropped, FIRST / ONLY resyncs
+ * (rxe check_psn, class D / E errors). */
+void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt);
+/* UD SENDs: Q_Key check, the GRH (`grh`, ENG_GRH_LEN bytes or NULL) then the payload into the
+ * next receive WQE. */
+void eng_resp_input_ud(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt,
+		       const uint8_t *grh);
 int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf);
 bool eng_resp_pending(const struct eng_qp *qp);
 void eng_resp_reset(struct eng_qp *qp);

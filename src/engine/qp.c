@@ -12,70 +12,70 @@ const char *const eng_counter_names[ENG_CNT__COUNT] = {
 };
 
 #define NOP 0xFF
-/* IBA 9.2 opcode table, RC rows (spec 3); the engine never computes opcode numbers. */
+/* One row per operation (IBA 9.2 opcode table, spec 3): RC opcodes by position, then UC
+ * (SEND and WRITE only) and UD (SEND ONLY); the engine never computes opcode numbers. */
+#define ROW(nm, wc, kd, rc, pl, rda, rw, uc, ud)                                                   \
+	{                                                                                          \
+		.name = (nm), .wc_opcode = (wc), .kind = (kd), .opcode = rc, .payload = (pl),      \
+		.rd_atomic = (rda), .rwr = (rw), .uc_opcode = uc, .ud_opcode = (ud)                \
+	}
+#define POS(f, m, l, o)                                                                            \
+	{                                                                                          \
+		f, m, l, o                                                                         \
+	}
+#define NONE POS(NOP, NOP, NOP, NOP)
 const struct eng_op_info eng_ops[ENG_OP__COUNT] = {
-    [ENG_OP_SEND] = {"SEND",
-		     IBV_WC_SEND,
-		     ROCE_KIND_SEND,
-		     {ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST,
-		      ROCE_RC_SEND_ONLY},
-		     true,
-		     false,
-		     true},
-    [ENG_OP_SEND_IMM] = {"SEND_IMM",
-			 IBV_WC_SEND,
-			 ROCE_KIND_SEND,
-			 {ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_IMM,
-			  ROCE_RC_SEND_ONLY_IMM},
-			 true,
-			 false,
-			 true},
-    [ENG_OP_SEND_INV] = {"SEND_INV",
-			 IBV_WC_SEND,
-			 ROCE_KIND_SEND,
-			 {ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_INV,
-			  ROCE_RC_SEND_ONLY_INV},
-			 true,
-			 false,
-			 true},
-    [ENG_OP_WRITE] = {"WRITE",
-		      IBV_WC_RDMA_WRITE,
-		      ROCE_KIND_WRITE,
-		      {ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE, ROCE_RC_WRITE_LAST,
-		       ROCE_RC_WRITE_ONLY},
-		      true,
-		      false,
-		      false},
-    [ENG_OP_WRITE_IMM] = {"WRITE_IMM",
-			  IBV_WC_RDMA_WRITE,
-			  ROCE_KIND_WRITE,
-			  {ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE, ROCE_RC_WRITE_LAST_IMM,
-			   ROCE_RC_WRITE_ONLY_IMM},
-			  true,
-			  false,
-			  true},
-    [ENG_OP_READ] = {"READ",
-		     IBV_WC_RDMA_READ,
-		     ROCE_KIND_READ_REQ,
-		     {NOP, NOP, NOP, ROCE_RC_READ_REQUEST},
-		     false,
-		     true,
-		     false},
-    [ENG_OP_CMP_SWAP] = {"CMP_SWAP",
-			 IBV_WC_COMP_SWAP,
-			 ROCE_KIND_ATOMIC,
-			 {NOP, NOP, NOP, ROCE_RC_CMP_SWAP},
-			 false,
-			 true,
-			 false},
-    [ENG_OP_FETCH_ADD] = {"FETCH_ADD",
-			  IBV_WC_FETCH_ADD,
-			  ROCE_KIND_ATOMIC,
-			  {NOP, NOP, NOP, ROCE_RC_FETCH_ADD},
-			  false,
-			  true,
-			  false},
+    [ENG_OP_SEND] =
+	ROW("SEND", IBV_WC_SEND, ROCE_KIND_SEND,
+	    POS(ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST, ROCE_RC_SEND_ONLY),
+	    true, false, true,
+	    POS(ROCE_UC_SEND_FIRST, ROCE_UC_SEND_MIDDLE, ROCE_UC_SEND_LAST, ROCE_UC_SEND_ONLY),
+	    ROCE_UD_SEND_ONLY),
+    [ENG_OP_SEND_IMM] = ROW(
+	"SEND_IMM", IBV_WC_SEND, ROCE_KIND_SEND,
+	POS(ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_IMM, ROCE_RC_SEND_ONLY_IMM),
+	true, false, true,
+	POS(ROCE_UC_SEND_FIRST, ROCE_UC_SEND_MIDDLE, ROCE_UC_SEND_LAST_IMM, ROCE_UC_SEND_ONLY_IMM),
+	ROCE_UD_SEND_ONLY_IMM),
+    [ENG_OP_SEND_INV] = ROW(
+	"SEND_INV", IBV_WC_SEND, ROCE_KIND_SEND,
+	POS(ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST_INV, ROCE_RC_SEND_ONLY_INV),
+	true, false, true, NONE, NOP),
+    [ENG_OP_WRITE] =
+	ROW("WRITE", IBV_WC_RDMA_WRITE, ROCE_KIND_WRITE,
+	    POS(ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE, ROCE_RC_WRITE_LAST, ROCE_RC_WRITE_ONLY),
+	    true, false, false,
+	    POS(ROCE_UC_WRITE_FIRST, ROCE_UC_WRITE_MIDDLE, ROCE_UC_WRITE_LAST, ROCE_UC_WRITE_ONLY),
+	    NOP),
+    [ENG_OP_WRITE_IMM] = ROW("WRITE_IMM", IBV_WC_RDMA_WRITE, ROCE_KIND_WRITE,
+			     POS(ROCE_RC_WRITE_FIRST, ROCE_RC_WRITE_MIDDLE, ROCE_RC_WRITE_LAST_IMM,
+				 ROCE_RC_WRITE_ONLY_IMM),
+			     true, false, true,
+			     POS(ROCE_UC_WRITE_FIRST, ROCE_UC_WRITE_MIDDLE, ROCE_UC_WRITE_LAST_IMM,
+				 ROCE_UC_WRITE_ONLY_IMM),
+			     NOP),
+    [ENG_OP_READ] = ROW("READ", IBV_WC_RDMA_READ, ROCE_KIND_READ_REQ,
+			POS(NOP, NOP, NOP, ROCE_RC_READ_REQUEST), false, true, false, NONE, NOP),
+    [ENG_OP_CMP_SWAP] = ROW("CMP_SWAP", IBV_WC_COMP_SWAP, ROCE_KIND_ATOMIC,
+			    POS(NOP, NOP, NOP, ROCE_RC_CMP_SWAP), false, true, false, NONE, NOP),
+    [ENG_OP_FETCH_ADD] = ROW("FETCH_ADD", IBV_WC_FETCH_ADD, ROCE_KIND_ATOMIC,
+			     POS(NOP, NOP, NOP, ROCE_RC_FETCH_ADD), false, true, false, NONE, NOP),
 };
+#undef ROW
+#undef POS
+#undef NONE
+
+uint8_t eng_op_opcode(const struct eng_op_info *info, enum ibv_qp_type type, enum eng_pos_idx pi)
+{
+	switch (type) {
+	case IBV_QPT_UC:
+		return info->uc_opcode[pi];
+	case IBV_QPT_UD:
+		return pi == ENG_PI_ONLY ? info->ud_opcode : NOP;
+	default:
+		return info->opcode[pi];
+	}
+}
 
 static const char *const state_names[] = {
     [IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
@@ -219,7 +219,7 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 
 	if (!init || !env || !out || !env->mem_resolve)
 		return -EINVAL;
-	if (init->type != IBV_QPT_RC) /* UC / UD: not yet */
+	if (init->type != IBV_QPT_RC && init->type != IBV_QPT_UC && init->type != IBV_QPT_UD)
 		return -EINVAL;
 	if (!init->send_cq || !init->recv_cq || init->max_send_wr == 0 ||
 	    init->max_send_wr > (1u << 20) || init->max_send_sge > ENG_MAX_SGE ||
@@ -391,8 +391,11 @@ int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 		uint64_t len = 0;
 		int op = eng_swqe_check(wr, qp->init.max_send_sge, qp->init.max_inline, &len);
 
-		if (op < 0) {
-			err = op;
+		if (op < 0 || eng_op_opcode(&eng_ops[op], qp->init.type, ENG_PI_ONLY) == NOP ||
+		    (qp->init.type == IBV_QPT_UD && !wr->wr.ud.ah)) {
+			/* The opcode table says what each transport has (spec 3: UC SEND and
+			 * WRITE, UD SEND only); UD needs an address handle. */
+			err = -EINVAL;
 			break;
 		}
 		if (qp->sq_tail - qp->sq_head >= qp->sq_max) {
@@ -408,8 +411,20 @@ int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 			flush_send_wqe(qp, &tmp);
 			continue;
 		}
-		eng_swqe_fill(eng_swqe_at(qp, qp->sq_tail), wr, op, (uint32_t)len,
-			      qp->init.sq_sig_all);
+		struct eng_swqe *w = eng_swqe_at(qp, qp->sq_tail);
+
+		eng_swqe_fill(w, wr, op, (uint32_t)len, qp->init.sq_sig_all);
+		if (qp->init.type == IBV_QPT_UD) {
+			/* The destination is copied now: the WR's ibv_ah may go after the post. A
+			 * controlled Q_Key (bit 31) means the QP's own (IBA ch. 10; rxe sends the
+			 * WR's value as it is). */
+			w->ah = wr->wr.ud.ah->handle;
+			w->ud_qpn = wr->wr.ud.remote_qpn & PSN_MASK;
+			w->ud_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey
+									   : wr->wr.ud.remote_qkey;
+		} else {
+			w->ah = 0;
+		}
 		qp->sq_tail++;
 	}
 	if (err)
@@ -443,13 +458,43 @@ int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
 
 /* ---- packets in and out ---- */
 
+static bool receives_requests(const struct eng_qp *qp)
+{
+	/* Spec 8: RTR and later receive requests; RESET, INIT and ERR drop them. */
+	return qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
+	       qp->state == IBV_QPS_SQE;
+}
+
 void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns)
+{
+	eng_qp_input_net(qp, pkt, NULL, now_ns);
+}
+
+void eng_qp_input_net(struct eng_qp *qp, const struct roce_pkt *pkt, const uint8_t *grh,
+		      uint64_t now_ns)
 {
 	uint64_t old = eng_qp_deadline(qp);
 	const struct roce_opinfo *oi = roce_opinfo(pkt->bth.opcode);
+	uint8_t transport = qp->init.type == IBV_QPT_UD	  ? ROCE_TR_UD
+			    : qp->init.type == IBV_QPT_UC ? ROCE_TR_UC
+							  : ROCE_TR_RC;
 
-	if (!oi || oi->transport != ROCE_TR_RC) {
+	/* The opcode's transport must be the QP's (rxe check_type_state). */
+	if (!oi || oi->transport != transport) {
 		ENG_INC(qp, drop_bad_opcode);
+		return;
+	}
+	if (transport != ROCE_TR_RC) {
+		/* UC and UD opcodes are all requests: there are no responses to them. */
+		if (!receives_requests(qp)) {
+			ENG_INC(qp, drop_bad_state);
+			return;
+		}
+		if (transport == ROCE_TR_UD)
+			eng_resp_input_ud(qp, oi, pkt, grh);
+		else
+			eng_resp_input_uc(qp, oi, pkt);
+		kick(qp, old);
 		return;
 	}
 	switch (oi->kind) {
@@ -457,9 +502,7 @@ void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns
 	case ROCE_KIND_WRITE:
 	case ROCE_KIND_READ_REQ:
 	case ROCE_KIND_ATOMIC:
-		/* Spec 8: RTR and later receive requests; RESET, INIT and ERR drop them. */
-		if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
-		    qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE) {
+		if (!receives_requests(qp)) {
 			ENG_INC(qp, drop_bad_state);
 			return;
 		}
@@ -486,8 +529,17 @@ void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns
 int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		  size_t buf_cap)
 {
+	return eng_qp_output_dest(qp, now_ns, out, buf, buf_cap, NULL);
+}
+
+int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
+		       size_t buf_cap, uint32_t *ah)
+{
+	uint32_t dest = 0;
 	int n = 0;
 
+	if (ah)
+		*ah = 0;
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
 		return 0;
 	if (buf_cap < qp->attr.pmtu)
@@ -497,11 +549,14 @@ int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint
 		n = eng_resp_output(qp, out, buf);
 	if (n == 0 && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)) {
 		memset(out, 0, sizeof(*out));
-		n = eng_req_output(qp, now_ns, out, buf);
+		n = eng_req_output(qp, now_ns, out, buf, &dest);
 		check_drained(qp);
 	}
-	if (n > 0)
+	if (n > 0) {
 		ENG_INC(qp, tx_packets);
+		if (ah)
+			*ah = dest;
+	}
 	return n > 0 ? 1 : 0;
 }
 

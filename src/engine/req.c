@@ -27,7 +27,9 @@ static bool may_send(struct eng_qp *qp, const struct eng_swqe *w)
 {
 	const struct eng_op_info *info = &eng_ops[w->op];
 
-	if (psn_cmp(qp->req.psn, psn_add(qp->comp.psn, ENG_MAX_UNACKED_PSNS)) >= 0)
+	/* UC and UD have no acknowledgements to wait for. */
+	if (qp->init.type == IBV_QPT_RC &&
+	    psn_cmp(qp->req.psn, psn_add(qp->comp.psn, ENG_MAX_UNACKED_PSNS)) >= 0)
 		return false;
 	if (qp->req.offset != 0 && !info->rd_atomic)
 		return true; /* mid-message: always finish what was started */
@@ -64,12 +66,16 @@ static void fail_wqe(struct eng_qp *qp, struct eng_swqe *w, enum ibv_wc_status s
 	eng_comp_retire(qp);
 }
 
-static void fill_bth(struct eng_qp *qp, struct roce_pkt *out, uint8_t opcode, bool last)
+static void fill_bth(struct eng_qp *qp, const struct eng_swqe *w, struct roce_pkt *out,
+		     uint8_t opcode, bool last)
 {
 	out->bth.opcode = opcode;
 	out->bth.pkey = qp->attr.pkey;
-	out->bth.dqpn = qp->attr.dest_qpn;
+	out->bth.dqpn = qp->init.type == IBV_QPT_UD ? w->ud_qpn : qp->attr.dest_qpn;
 	out->bth.psn = qp->req.psn;
+	/* UC and UD are never acknowledged: AckReq stays 0 (rxe, and its captures). */
+	if (qp->init.type != IBV_QPT_RC)
+		return;
 	/* Spec 5.1 (rxe init_req_packet): AckReq on the last packet of every message, and on
 	 * the 66th packet in a row without it. */
 	if (last || qp->req.noack++ > ENG_MAX_PKT_PER_ACK) {
@@ -94,6 +100,16 @@ static void advance(struct eng_qp *qp, struct eng_swqe *w, uint32_t npsn, uint32
 			qp->req.rd_out++;
 	} else {
 		qp->req.offset += nbytes;
+	}
+	if (qp->init.type != IBV_QPT_RC) {
+		/* UC / UD: nothing is outstanding once it is out; a WQE completes when its last
+		 * packet is handed over (rxe completes unacknowledged QPs the same way). */
+		qp->comp.psn = qp->req.psn;
+		if (end) {
+			w->state = ENG_SWQE_DONE;
+			eng_comp_retire(qp);
+		}
+		return;
 	}
 	eng_comp_arm(qp, now);
 }
@@ -137,7 +153,12 @@ static int build_data(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *ou
 		w->last_psn = psn_add(qp->req.psn, eng_npkts(w->length, pmtu) - 1);
 		w->state = ENG_SWQE_ACTIVE;
 	}
-	fill_bth(qp, out, info->opcode[pi], last);
+	fill_bth(qp, w, out, eng_op_opcode(info, qp->init.type, pi), last);
+	if (qp->init.type == IBV_QPT_UD) {
+		/* DETH (spec 2.7): the Q_Key chosen at post, and our QPN as the source. */
+		out->deth.qkey = w->ud_qkey;
+		out->deth.src_qpn = qp->init.qpn;
+	}
 	/* Spec 3: SE only on the last packet of a SEND or WRITE with immediate. */
 	if (last && w->solicited && info->rwr)
 		out->bth.se = true;
@@ -180,7 +201,7 @@ static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pk
 			w->last_psn = w->first_psn;
 		w->state = ENG_SWQE_ACTIVE;
 	}
-	fill_bth(qp, out, info->opcode[ENG_PI_ONLY], true);
+	fill_bth(qp, w, out, info->opcode[ENG_PI_ONLY], true);
 	if (w->op == ENG_OP_READ) {
 		/* A partly answered READ asks again for the rest only, from the PSN of the first
 		 * missing response (spec 5.5, 5.6). */
@@ -200,13 +221,32 @@ static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pk
 	return 1;
 }
 
-int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf)
+/* IBA C10-93.1.1 (rxe does the same): a UD message longer than the port MTU is not sent and
+ * not an error; it completes successfully, consuming one PSN. */
+static void skip_ud_too_long(struct eng_qp *qp, struct eng_swqe *w)
+{
+	ENG_INC(qp, tx_ud_too_long);
+	w->first_psn = w->last_psn = qp->req.psn;
+	w->state = ENG_SWQE_ACTIVE;
+	advance(qp, w, 1, 0, true, 0);
+}
+
+int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf,
+		   uint32_t *ah)
 {
 	struct eng_swqe *w;
 
-	if (!eng_req_ready(qp))
-		return 0;
-	w = eng_swqe_at(qp, qp->req.idx);
+	*ah = 0;
+	for (;;) {
+		if (!eng_req_ready(qp))
+			return 0;
+		w = eng_swqe_at(qp, qp->req.idx);
+		if (qp->init.type != IBV_QPT_UD || w->length <= qp->attr.pmtu)
+			break;
+		skip_ud_too_long(qp, w);
+	}
+	if (qp->init.type == IBV_QPT_UD)
+		*ah = w->ah;
 	if (eng_ops[w->op].rd_atomic) {
 		if (qp->req.ord == 0) {
 			/* max_rd_atomic 0 forbids READ / ATOMIC (IBA 10.2.4). */

@@ -704,3 +704,347 @@ int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf)
 	}
 	return 0;
 }
+
+/* ---- UC and UD (IBA ch. 9, the unreliable services; rxe_resp.c's UC and UD paths) ----
+ *
+ * Neither is acknowledged, so no response ever goes out: a request that cannot be taken is
+ * dropped and counted, and the QP stays as it was (rxe classes D and E), except for a receive
+ * WQE whose buffers fail the local key check, which is fatal as on RC (class A). */
+
+/* The receive WQE the next message takes: the one a dropped UC message gave back (class D1:
+ * it is used again, in its place at the head of the queue), else the oldest posted. */
+static const struct eng_rwqe *next_rwqe(const struct eng_qp *qp)
+{
+	if (qp->resp.have_wqe && qp->resp.wqe_spare)
+		return &qp->resp.wqe;
+	return eng_rq_peek(qp->rq);
+}
+
+/* Takes next_rwqe() into resp.wqe. */
+static void take_next_rwqe(struct eng_qp *qp)
+{
+	if (qp->resp.have_wqe && qp->resp.wqe_spare) {
+		qp->resp.wqe_spare = false;
+		qp->resp.offset = 0;
+		return;
+	}
+	take_wqe(qp);
+}
+
+/* A receive WQE whose local buffers fail their key check (class A, rxe "malformed WQE"): it
+ * completes with a protection error and the QP goes to ERR. */
+static void recv_wqe_fatal(struct eng_qp *qp)
+{
+	eng_resp_flush_held(qp, IBV_WC_LOC_PROT_ERR);
+	eng_qp_to_err(qp, IBV_EVENT_QP_FATAL, true);
+}
+
+/* Gives up the UC message in progress, if any: its SEND's receive WQE is used again by the next
+ * message (class D1), or, taken from an SRQ, completes with an error (class E, rxe). A WRITE
+ * leaves the bytes it placed. Nothing completes successfully. */
+static void uc_abandon(struct eng_qp *qp)
+{
+	if (qp->resp.in_send && qp->resp.have_wqe && !qp->resp.wqe_spare) {
+		if (qp->init.srq) {
+			eng_resp_flush_held(qp, IBV_WC_REM_INV_REQ_ERR);
+		} else {
+			qp->resp.wqe_spare = true;
+			qp->resp.offset = 0;
+		}
+	}
+	qp->resp.in_send = false;
+	qp->resp.in_write = false;
+}
+
+/* Drops the message the packet belongs to: its later packets are dropped until a FIRST / ONLY
+ * (rxe drop_msg). */
+static void uc_drop_msg(struct eng_qp *qp)
+{
+	uc_abandon(qp);
+	qp->resp.drop_msg = true;
+}
+
+static void copy_to_iov(const struct eng_iov *iov, int niov, const uint8_t *src)
+{
+	for (int i = 0; i < niov; i++) {
+		memcpy(iov[i].ptr, src, iov[i].len);
+		src += iov[i].len;
+	}
+}
+
+void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt)
+{
+	uint32_t psn = pkt->bth.psn;
+	uint32_t len = pkt->payload_len;
+	bool first = oi->pos & ROCE_POS_FIRST;
+	bool last = oi->pos & ROCE_POS_LAST;
+	struct eng_iov iov[ENG_MAX_SGE];
+	const struct eng_rwqe *rw = NULL;
+	uint8_t *host = NULL;
+	uint64_t va = 0;
+	uint32_t rkey = 0;
+	int niov = 0, err = 0;
+
+	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
+		/* IBA 11.6.3.1: first packet received in RTR. */
+		qp->resp.comm_est = true;
+		eng_qp_event(qp, IBV_EVENT_COMM_EST);
+	}
+	/* -- sequence (rxe check_psn for UC): a packet that does not follow, or belongs to a
+	 * message being dropped, is dropped; a FIRST / ONLY starts afresh whatever its PSN. -- */
+	if (qp->resp.drop_msg || psn != qp->resp.psn) {
+		if (!first) {
+			if (qp->resp.drop_msg) {
+				ENG_INC(qp, drop_uc_msg);
+			} else {
+				ENG_INC(qp, drop_psn_gap);
+				if (qp->resp.in_send || qp->resp.in_write)
+					ENG_INC(qp, uc_abandoned);
+				uc_drop_msg(qp);
+			}
+			return;
+		}
+		qp->resp.drop_msg = false;
+	}
+	/* -- opcode sequence (rxe check_op_seq): a FIRST / ONLY inside a message means its LAST
+	 * was lost: that message is given up and this one starts; a MIDDLE / LAST that does not
+	 * continue the message in progress is dropped with the rest of its message. -- */
+	if (qp->resp.in_send || qp->resp.in_write) {
+		bool cont = qp->resp.in_send ? oi->kind == ROCE_KIND_SEND && !first
+					     : oi->kind == ROCE_KIND_WRITE && !first;
+
+		if (!cont) {
+			ENG_INC(qp, uc_abandoned);
+			uc_abandon(qp);
+			if (!first) {
+				ENG_INC(qp, drop_bad_opcode);
+				qp->resp.drop_msg = true;
+				return;
+			}
+		}
+	} else if (!first) {
+		ENG_INC(qp, drop_bad_opcode);
+		qp->resp.drop_msg = true;
+		return;
+	}
+
+	/* -- validate (nothing changes before all checks pass) -- */
+	if (oi->kind == ROCE_KIND_WRITE && !(qp->attr.access & IBV_ACCESS_REMOTE_WRITE)) {
+		ENG_INC(qp, drop_access);
+		uc_drop_msg(qp);
+		return;
+	}
+	if (!payload_len_ok(qp, oi, len)) {
+		ENG_INC(qp, drop_bad_length);
+		uc_drop_msg(qp);
+		return;
+	}
+	if ((oi->kind == ROCE_KIND_SEND && first) || (oi->kind == ROCE_KIND_WRITE && oi->imm)) {
+		rw = next_rwqe(qp);
+		if (!rw) {
+			ENG_INC(qp, drop_no_recv);
+			uc_drop_msg(qp);
+			return;
+		}
+	}
+	if (oi->kind == ROCE_KIND_SEND) {
+		const struct eng_rwqe *w = first ? rw : &qp->resp.wqe;
+		uint32_t off = first ? 0 : qp->resp.offset;
+
+		if ((uint64_t)off + len > w->length) {
+			ENG_INC(qp, drop_recv_short);
+			if (first) {
+				take_next_rwqe(qp);
+				qp->resp.in_send = true;
+			}
+			uc_drop_msg(qp);
+			return;
+		}
+		niov =
+		    eng_sge_resolve(qp, w->sge, w->num_sge, off, len, IBV_ACCESS_LOCAL_WRITE, iov);
+		if (niov < 0) {
+			if (first)
+				take_next_rwqe(qp);
+			recv_wqe_fatal(qp);
+			return;
+		}
+	} else {
+		if (first) {
+			va = pkt->reth.va;
+			rkey = pkt->reth.rkey;
+			if (pkt->reth.dma_len > ENG_MAX_MSG_SIZE || len > pkt->reth.dma_len ||
+			    (last && len != pkt->reth.dma_len)) {
+				ENG_INC(qp, drop_bad_length);
+				uc_drop_msg(qp);
+				return;
+			}
+			if (pkt->reth.dma_len &&
+			    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va,
+						 pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
+						 &err)) {
+				ENG_INC(qp, drop_access);
+				uc_drop_msg(qp);
+				return;
+			}
+		} else {
+			va = qp->resp.va;
+			rkey = qp->resp.rkey;
+			if (len > qp->resp.resid || (last && len != qp->resp.resid)) {
+				ENG_INC(qp, drop_bad_length);
+				uc_drop_msg(qp);
+				return;
+			}
+		}
+		if (len) {
+			host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va, len,
+						   IBV_ACCESS_REMOTE_WRITE, &err);
+			if (!host) {
+				/* The region went away in the middle of the message. */
+				ENG_INC(qp, drop_access);
+				uc_drop_msg(qp);
+				return;
+			}
+		}
+	}
+
+	/* -- apply -- */
+	ENG_INC(qp, rx_packets);
+	qp->resp.psn = psn_add(psn, 1);
+	if (oi->kind == ROCE_KIND_SEND) {
+		if (first)
+			take_next_rwqe(qp);
+		copy_to_iov(iov, niov, pkt->payload);
+		qp->resp.offset += len;
+		qp->resp.in_send = !last;
+		if (!last)
+			return;
+	} else {
+		if (first) {
+			qp->resp.rkey = rkey;
+			qp->resp.length = pkt->reth.dma_len;
+			qp->resp.resid = pkt->reth.dma_len;
+		}
+		if (len)
+			memcpy(host, pkt->payload, len);
+		qp->resp.va = va + len;
+		qp->resp.resid -= len;
+		qp->resp.in_write = !last;
+		if (!last || !oi->imm)
+			return;
+		take_next_rwqe(qp);
+	}
+	{
+		/* The message is complete: its receive WQE (SEND, WRITE with immediate). */
+		struct ibv_wc wc = {0};
+
+		qp->resp.msn = psn_add(qp->resp.msn, 1);
+		qp->resp.have_wqe = false;
+		wc.wr_id = qp->resp.wqe.wr_id;
+		wc.status = IBV_WC_SUCCESS;
+		wc.src_qp = qp->attr.dest_qpn;
+		if (oi->kind == ROCE_KIND_SEND) {
+			wc.opcode = IBV_WC_RECV;
+			wc.byte_len = qp->resp.offset;
+		} else {
+			/* byte_len is the RDMA length (rxe do_complete). */
+			wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+			wc.byte_len = qp->resp.length;
+		}
+		if (oi->imm) {
+			memcpy(&wc.imm_data, pkt->imm, 4);
+			wc.wc_flags |= IBV_WC_WITH_IMM;
+		}
+		eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+	}
+}
+
+void eng_resp_input_ud(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt,
+		       const uint8_t *grh)
+{
+	static const uint8_t zero_grh[ENG_GRH_LEN];
+	uint32_t len = pkt->payload_len;
+	struct eng_iov iov[ENG_MAX_SGE];
+	const struct eng_rwqe *rw;
+	struct ibv_wc wc = {0};
+	int niov;
+
+	/* -- validate: Q_Key (rxe check_keys: a mismatch is a silent drop), one
+	 * packet of at most the port MTU (rxe check_length), a receive WQE with room for the
+	 * GRH and the payload. PSNs are not checked on UD (spec 10). -- */
+	if (oi->kind != ROCE_KIND_SEND || oi->pos != ROCE_POS_ONLY) {
+		ENG_INC(qp, drop_bad_opcode);
+		return;
+	}
+	if (pkt->deth.qkey != qp->attr.qkey) {
+		ENG_INC(qp, drop_qkey);
+		return;
+	}
+	if (len > qp->attr.pmtu) {
+		ENG_INC(qp, drop_bad_length);
+		return;
+	}
+	rw = next_rwqe(qp);
+	if (!rw) {
+		ENG_INC(qp, drop_no_recv);
+		return;
+	}
+	if ((uint64_t)ENG_GRH_LEN + len > rw->length) {
+		/* rxe: the WQE stays posted (class D); an SRQ's, already taken, completes with
+		 * an error (class E). */
+		ENG_INC(qp, drop_recv_short);
+		if (qp->init.srq) {
+			take_next_rwqe(qp);
+			eng_resp_flush_held(qp, IBV_WC_REM_INV_REQ_ERR);
+		}
+		return;
+	}
+	niov = eng_sge_resolve(qp, rw->sge, rw->num_sge, 0, ENG_GRH_LEN + len,
+			       IBV_ACCESS_LOCAL_WRITE, iov);
+	if (niov < 0) {
+		take_next_rwqe(qp);
+		recv_wqe_fatal(qp);
+		return;
+	}
+
+	/* -- apply: the 40 GRH bytes, then the payload, across the buffers -- */
+	{
+		const uint8_t *src = grh ? grh : zero_grh;
+		uint32_t left = ENG_GRH_LEN; /* bytes left in src before the payload */
+
+		for (int i = 0; i < niov; i++) {
+			uint8_t *dst = iov[i].ptr;
+			uint32_t n = iov[i].len;
+
+			while (n) {
+				uint32_t k = n < left ? n : left;
+
+				if (k == 0)
+					break; /* cannot happen: the pieces add up to 40 + len */
+				memcpy(dst, src, k);
+				dst += k;
+				n -= k;
+				src += k;
+				left -= k;
+				if (left == 0) {
+					src = pkt->payload;
+					left = len;
+				}
+			}
+		}
+	}
+	take_next_rwqe(qp);
+	qp->resp.have_wqe = false;
+	ENG_INC(qp, rx_packets);
+	wc.wr_id = qp->resp.wqe.wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = ENG_GRH_LEN + len;
+	wc.src_qp = pkt->deth.src_qpn;
+	wc.pkey_index = 0;
+	wc.wc_flags = IBV_WC_GRH;
+	if (oi->imm) {
+		memcpy(&wc.imm_data, pkt->imm, 4);
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+}

@@ -104,5 +104,17 @@ for dev in roce_lo iwarp_lo; do
 		pair "ib_atomic_bw $dev" "" fail ib_atomic_bw -d "$dev" -x 0 -n 20
 	fi
 done
+# UC and UD on roce_lo (iWARP is connected only, as siw: UD / UC QPs are refused cleanly).
+pair "ibv_uc_pingpong roce_lo" "$pp_ok" ok ibv_uc_pingpong -d roce_lo -g 0 -n 200
+pair "ibv_uc_pingpong roce_lo 64 KiB -e (events)" "$pp_ok" ok ibv_uc_pingpong -d roce_lo -g 0 -n 50 -s 65536 -e
+pair "ibv_ud_pingpong roce_lo" "$pp_ok" ok ibv_ud_pingpong -d roce_lo -g 0 -n 200
+pair "ibv_ud_pingpong roce_lo 4 KiB -e (events)" "$pp_ok" ok ibv_ud_pingpong -d roce_lo -g 0 -n 200 -s 4096 -e
+pair "ibv_ud_pingpong iwarp_lo" "" fail ibv_ud_pingpong -d iwarp_lo -g 0 -n 20
+pair "ib_send_lat -c UD roce_lo" "$lat_ok" ok ib_send_lat -d roce_lo -x 0 -n 200 -c UD
+pair "ib_send_bw -c UD roce_lo" "$bw_ok" ok ib_send_bw -d roce_lo -x 0 -n 200 -c UD
+for t in send write; do
+	pair "ib_${t}_lat -c UC roce_lo" "$lat_ok" ok "ib_${t}_lat" -d roce_lo -x 0 -n 200 -c UC
+	pair "ib_${t}_bw -c UC roce_lo" "$bw_ok" ok "ib_${t}_bw" -d roce_lo -x 0 -n 200 -c UC
+done
 echo "$runs program pairs, $fail failed"
 [ $fail -eq 0 ]

@@ -26,8 +26,8 @@
 #define ROCE_DEFAULT_PKEY     0xFFFF
 #define ROCE_GSI_QKEY	      0x80010000u
 
-/* BTH opcodes (IBTA 9.2, table "OpCode field"; values from ib_pack.h). RC shown; UC = +0x20
- * for SEND and WRITE, UD SEND ONLY = 0x64/0x65, CNP = 0x81. */
+/* BTH opcodes (IBTA 9.2, table "OpCode field"; values from ib_pack.h). UC = RC + 0x20 for
+ * SEND and WRITE, UD SEND ONLY = 0x64/0x65, CNP = 0x81. */
 enum roce_opcode {
 	ROCE_RC_SEND_FIRST = 0x00,
 	ROCE_RC_SEND_MIDDLE = 0x01,
@@ -53,6 +53,16 @@ enum roce_opcode {
 	ROCE_RC_SEND_LAST_INV = 0x16,
 	ROCE_RC_SEND_ONLY_INV = 0x17,
 	ROCE_UC_SEND_FIRST = 0x20,
+	ROCE_UC_SEND_MIDDLE = 0x21,
+	ROCE_UC_SEND_LAST = 0x22,
+	ROCE_UC_SEND_LAST_IMM = 0x23,
+	ROCE_UC_SEND_ONLY = 0x24,
+	ROCE_UC_SEND_ONLY_IMM = 0x25,
+	ROCE_UC_WRITE_FIRST = 0x26,
+	ROCE_UC_WRITE_MIDDLE = 0x27,
+	ROCE_UC_WRITE_LAST = 0x28,
+	ROCE_UC_WRITE_LAST_IMM = 0x29,
+	ROCE_UC_WRITE_ONLY = 0x2A,
 	ROCE_UC_WRITE_ONLY_IMM = 0x2B,
 	ROCE_UD_SEND_ONLY = 0x64,
 	ROCE_UD_SEND_ONLY_IMM = 0x65,
