@@ -18,6 +18,9 @@ static const char *const usage_text =
     "  devices [-v] [-d NAME]   list the RDMA devices softrdma offers (like ibv_devinfo)\n"
     "  run [--transport T] -- PROGRAM [ARGS]\n"
     "                           run an unmodified RDMA program on softrdma\n"
+    "  lat [options] [SERVER]   latency test like perftest's ib_*_lat (SEND, WRITE, READ,\n"
+    "                           atomics); without SERVER: act as the server\n"
+    "  bw [options] [SERVER]    bandwidth test like perftest's ib_*_bw (the same verbs)\n"
     "\n"
     "Run 'softrdma <command> --help' for a command's options.\n";
 
@@ -176,6 +179,10 @@ int main(int argc, char **argv)
 		return cmd_devices(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "lat"))
+		return cmd_lat(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bw"))
+		return cmd_bw(argc - 1, argv + 1);
 	fprintf(stderr, "softrdma: unknown command '%s'\n\n%s", argv[1], usage_text);
 	return 2;
 }
