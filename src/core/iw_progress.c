@@ -265,7 +265,11 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 		set_events(p, k, EPOLLOUT);
 		return did;
 	}
-	set_events(p, k, (k->peer_done ? 0u : EPOLLIN) | (k->tx_blocked ? EPOLLOUT : 0u));
+	/* A budget that ran out (k->more) leaves work behind that no input may ever announce
+	 * (Read Responses to send while the application has stopped polling): writability
+	 * wakes the thread for it at once. */
+	set_events(p, k,
+		   (k->peer_done ? 0u : EPOLLIN) | (k->tx_blocked || k->more ? EPOLLOUT : 0u));
 	return did;
 }
 
