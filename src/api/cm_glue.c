@@ -1,0 +1,45 @@
+/* What rdma_cm (src/cm, cm.h) needs from the verbs objects beyond the public verbs calls: the
+ * hand-over of an iWARP connection whose MPA exchange the CM ran to the QP, and the iWARP CRC
+ * policy of a context. */
+#include "api/api.h"
+
+#include <errno.h>
+
+#include "cm/cm.h"
+#include "io/tcp.h"
+
+bool sr_cm_qp_is_iwarp(struct ibv_qp *ibqp)
+{
+	return ibqp && ((struct sr_qp *)ibqp)->iqp != NULL;
+}
+
+int sr_cm_iw_crc(struct ibv_context *context)
+{
+	struct sr_context *ctx = sr_ctx(context);
+	return ctx->iwp ? iwp_crc(ctx->iwp) : IW_CONN_CRC_PEER;
+}
+
+int sr_cm_iw_adopt(struct ibv_qp *ibqp, struct io_tcp_conn *tcp, const struct iw_conn *c,
+		   const uint8_t *left, size_t nleft)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	if (!sr_cm_qp_is_iwarp(ibqp)) {
+		io_tcp_abort(tcp);
+		return -EINVAL;
+	}
+	struct sr_context *ctx = qp->ctx;
+	core_lock(ctx->core);
+	int r = iwp_adopt_conn(ctx->iwp, qp->iqp, tcp, c, left, nleft);
+	if (r == 0) {
+		/* The state the consumer sees (sr_iw_qp_state) follows the connection, as after
+		 * softrdma_iw_connect; the negotiated IRD / ORD too (ibv_query_qp). */
+		struct iw_conn_info info;
+		iw_conn_info(c, &info);
+		qp->attr.qp_state = IBV_QPS_RTS;
+		qp->ibqp.state = IBV_QPS_RTS;
+		qp->attr.max_dest_rd_atomic = (uint8_t)(info.ird > 255 ? 255 : info.ird);
+		qp->attr.max_rd_atomic = (uint8_t)(info.ord > 255 ? 255 : info.ord);
+	}
+	core_unlock(ctx->core);
+	return r;
+}

@@ -1,0 +1,362 @@
+/* softrdma's rdma_cm: librdmacm's API (sr_rdma.h) over softrdma's own devices, so that
+ * unmodified rdma_cm programs (rping, ucmatose, rdma_server / rdma_client, perftest -R) run
+ * over RoCEv2 and iWARP.
+ *
+ * ---- Model ----
+ * As librdmacm + the kernel's rdma_cm together: event channels (a pollable fd), ids, the
+ * connection protocols and the QP transitions librdmacm drives (verbs-abi.md 6.5) all live in
+ * this process. One background thread per process ("the CM thread", started at the first
+ * listen or connect) runs every connection's protocol on non-blocking sockets (io/tcp.h) and
+ * its timers; application calls change state under the same lock and wake it. Every wait for
+ * the network has a deadline (cm_timeout_ns: SOFTRDMA_CM_TIMEOUT ms, default 10000), so every
+ * operation ends in an event in bounded time; calls that block (rdma_get_cm_event on a
+ * blocking fd, the synchronous ids of rdma_create_ep / channel NULL) wait for such an event.
+ *
+ * ---- Devices ----
+ * rdma_bind_addr / rdma_resolve_addr pick the device whose GID table holds the local address
+ * (127.0.0.1 -> roce_lo or iwarp_lo); where both have it, SOFTRDMA_TRANSPORT decides (roce,
+ * the default, or iwarp; `softrdma run --transport`). A wildcard listener (0.0.0.0, ::) has no
+ * device: each incoming connection gets the device of its local address and of the protocol
+ * the peer speaks. id->verbs is one ibv_context per device and process, opened at the first
+ * need and shared (rdma_get_devices returns them); each has a default PD (id->pd).
+ *
+ * ---- iWARP (iwarp_<if>): exactly what iWARP rdma_cm does ----
+ * The connection is a TCP connection to the listener's address and port, carrying the MPA
+ * exchange (engine/iw_conn.h: revision 2 with the RFC 6581 IRD/ORD block, the application's
+ * private data after it, CRC per SOFTRDMA_IW_CRC), then the QP's FPDU stream: the CM hands the
+ * socket to the QP (iwp_adopt_conn). Byte-compatible with Linux siw's rdma_cm (iwarp.md 2).
+ * CONNECT_REQUEST carries the peer's private data (exact length) and responder_resources /
+ * initiator_depth from the IRD/ORD block; rdma_accept sends the Reply and moves the QP to RTS;
+ * rdma_reject sends a Reject (R bit) with the private data. Once the QP owns the socket the CM
+ * watches a duplicate of it for the peer's close (DISCONNECTED). Self-managed QPs (QP created
+ * with ibv_create_qp, conn_param->qp_num, rdma_init_qp_attr for RTR / RTS) are not supported
+ * on iWARP (EOPNOTSUPP): softrdma's verbs would auto-connect such a QP at RTR.
+ *
+ * ---- RoCEv2 (roce_<if>): an INTERIM transport, not interoperable with kernel rdma_cm ----
+ * The real protocol is the IB CM's MADs on QP1 (REQ/REP/RTU/REJ/DREQ/DREP with rdma_cm's IP
+ * private-data header; roce.md section 11), which needs GSI/UD QPs that softrdma does not have
+ * yet. Until then softrdma-to-softrdma connections use a TCP connection to the same address
+ * and port carrying small, versioned, length-checked messages that mirror that exchange
+ * (cm_msg.h). Events, statuses, private-data lengths (REQ 56, REP 196, REJ 148, zero padded)
+ * and the QP transitions are those of rdma_cm on a kernel RoCE device: INIT at rdma_create_qp;
+ * active: REP -> INIT(access) -> RTR -> RTS -> RTU -> ESTABLISHED; passive: rdma_accept -> INIT
+ * -> RTR -> RTS -> REP, ESTABLISHED on RTU. The TCP connection stays up while the RDMA
+ * connection lives (DREQ / DREP on it; its loss means the peer is gone: DISCONNECTED). To be
+ * replaced by the CM MADs once UD QPs exist; the API and events will not change.
+ *
+ * ---- Errors on the wire ----
+ * Nobody listens: REJECTED (iWARP status -ECONNREFUSED, at once as siw; RoCE status 8,
+ * IB_CM_REJ_INVALID_SERVICE_ID with 148 zero bytes, after CM_REFUSED_RETRY_NS of retries,
+ * below). The peer rejects: REJECTED with its private data (iWARP -ECONNRESET as siw;
+ * RoCE 28, consumer defined). No answer within the timeout: UNREACHABLE -ETIMEDOUT. The peer
+ * goes away mid-handshake (reset / close): iWARP CONNECT_ERROR -ECONNRESET, RoCE UNREACHABLE
+ * -ECONNRESET before the REP, CONNECT_ERROR after it (Linux's siw reports a peer close during
+ * MPA as REJECTED; softrdma keeps REJECTED for real rejects). Bytes that are neither MPA nor
+ * this protocol, a wrong version or length: the connection is closed and counted
+ * (cm_counter; printed by rdma_destroy_event_channel with SOFTRDMA_STATS), never more.
+ * SOFTRDMA_CM_DEBUG prints every event as it is queued.
+ *
+ * ---- Sockets and the thread's poll ----
+ * A socket closed by an application thread stays alive while the CM thread's poll() holds
+ * it; the thread is woken at every such close, and rdma_destroy_id of a listener waits until
+ * it has let go, so that the port can be bound again at once (perftest -R re-listens on it).
+ *
+ * ---- Not here ----
+ * UD (RDMA_PS_UDP, RDMA_PS_IPOIB: udaddy, mckey): EOPNOTSUPP until UD QPs exist. Multicast,
+ * ECE, rsockets: the shim (abi/rdmacm.c) fails them with ENOSYS. XRC (rdma_xserver): no XRC.
+ *
+ * Lock order: the CM lock, then a context's core lock (verbs calls); never the reverse. */
+#ifndef SOFTRDMA_CM_H
+#define SOFTRDMA_CM_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cm/cm_msg.h"
+#include "cm/sr_rdma.h"
+#include "engine/iw_conn.h"
+#include "io/tcp.h"
+
+/* libsoftrdma also answers to librdmacm's names (sr_rdma.h, "Who exports what"). */
+#define CM_ALIAS(name)                                                                             \
+	extern __typeof__(sr_rdma_##name) rdma_##name __attribute__((alias("sr_rdma_" #name)))
+
+#define CM_TIMEOUT_ENV	 "SOFTRDMA_CM_TIMEOUT"
+#define CM_TRANSPORT_ENV "SOFTRDMA_TRANSPORT"
+#define CM_DEBUG_ENV	 "SOFTRDMA_CM_DEBUG" /* set: every event is printed (stderr) */
+#define CM_MAX_DEV	 32
+#define CM_PD_MAX	 256				     /* rdma_cm's RDMA_MAX_PRIVATE_DATA */
+#define CM_IW_PD_MAX	 (IW_MPA_PD_MAX_SIW - IW_MPA_V2_LEN) /* 252: what siw accepts */
+#define CM_REQ_WAIT_NS	 5000000000ull /* an accepted connection sends its request within */
+#define CM_LINGER_NS	 2000000000ull /* last bytes (REJ, Reject, DREP) get this long */
+#define CM_HS_BUF	 2048
+/* RoCE (interim transport): a refused TCP connection is tried again for this long before it
+ * counts as REJECTED (IB_CM_REJ_INVALID_SERVICE_ID), every CM_REFUSED_STEP_NS. A kernel CM
+ * resolves the address and route asynchronously before its REQ leaves, which gives a server
+ * that re-listens on its port (perftest -R does so between its two connections, and perftest
+ * 4.5's own retry path is broken) the time to do so; softrdma resolves at once. */
+#define CM_REFUSED_RETRY_NS 250000000ull
+#define CM_REFUSED_STEP_NS  10000000ull
+
+/* The states of an id: X(name, description). */
+#define CM_STATES(X)                                                                               \
+	X(IDLE, "created")                                                                         \
+	X(BOUND, "address bound")                                                                  \
+	X(ADDR_RESOLVED, "address resolved")                                                       \
+	X(ROUTE_RESOLVED, "route resolved")                                                        \
+	X(LISTEN, "listening")                                                                     \
+	X(CONNECTING, "active: connecting, request sent, waiting for the answer")                  \
+	X(REP_RCVD, "active, self-managed QP: CONNECT_RESPONSE out, rdma_establish sends RTU")     \
+	X(INCOMING, "passive: connection accepted, waiting for the request (not yet visible)")     \
+	X(REQ_RCVD, "passive: CONNECT_REQUEST out, waiting for rdma_accept / rdma_reject")         \
+	X(ACCEPTING, "passive: accepted, waiting for the RTU / sending the MPA Reply")             \
+	X(ESTABLISHED, "connected")                                                                \
+	X(DISCONNECTING, "RoCE: DREQ sent, waiting for the DREP")                                  \
+	X(DISCONNECTED, "DISCONNECTED reported")                                                   \
+	X(CLOSED, "ended without a connection (rejected, failed); the event is out")
+
+/* clang-format off */
+enum cm_state {
+#define CM_STATE_ENUM(name, desc) CM_##name,
+	CM_STATES(CM_STATE_ENUM)
+#undef CM_STATE_ENUM
+	CM__NSTATES
+};
+/* clang-format on */
+const char *cm_state_name(int s);
+
+enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
+
+/* Counters (process-wide), X(name, description). */
+#define CM_COUNTERS(X)                                                                             \
+	X(accepted, "TCP connections accepted by listeners")                                       \
+	X(req_roce, "RoCE connection requests received")                                           \
+	X(req_iwarp, "iWARP MPA Requests received")                                                \
+	X(established, "connections established")                                                  \
+	X(rejects_sent, "rejects sent (rdma_reject, or the protocol)")                             \
+	X(rejects_rcvd, "rejects received")                                                        \
+	X(refused, "connects refused: nobody listens")                                             \
+	X(refused_retries, "RoCE connects tried again after a refusal (CM_REFUSED_RETRY_NS)")      \
+	X(timeouts, "handshakes that timed out")                                                   \
+	X(lost, "connections the peer closed or reset before they were up")                        \
+	X(rx_garbage, "connections closed: bytes neither MPA nor the RoCE CM protocol")            \
+	X(rx_bad_version, "connections closed: RoCE CM message of another version")                \
+	X(rx_bad_msg, "connections closed: unknown type, wrong length, field out of range")        \
+	X(rx_unexpected, "connections closed: a message not valid in the connection's state")      \
+	X(rx_mpa_failed, "connections closed: the MPA exchange failed (protocol error)")           \
+	X(wrong_transport, "requests closed: iWARP to a RoCE listener or the reverse")             \
+	X(backlog_full, "times a listener stopped accepting: backlog of pending requests full")    \
+	X(disconnects, "connections disconnected")
+
+/* clang-format off */
+enum cm_counter {
+#define CM_COUNTER_ENUM(name, desc) CM_C_##name,
+	CM_COUNTERS(CM_COUNTER_ENUM)
+#undef CM_COUNTER_ENUM
+	CM_C__COUNT
+};
+/* clang-format on */
+extern const char *const cm_counter_names[CM_C__COUNT];
+/* The value of counter `name` (without prefix), or 0 for an unknown name. Any thread. */
+uint64_t cm_counter(const char *name);
+/* Calls fn for every counter. Any thread. */
+void cm_each_counter(void (*fn)(void *arg, const char *name, uint64_t value), void *arg);
+
+/* One device as rdma_cm sees it. */
+struct cm_dev {
+	struct ibv_device *ibdev;
+	struct ibv_context *ctx; /* opened once, never closed */
+	struct ibv_pd *pd;	 /* the default PD, at the first need */
+	bool iwarp;
+	struct ibv_device_attr attr;
+	enum ibv_mtu mtu; /* the port's active MTU */
+	int ngid;
+	uint8_t gid[16][16];
+};
+
+struct cm_event {
+	struct rdma_cm_event ev; /* first: the application's pointer */
+	struct cm_id *owner;	 /* whose ack count it is (the listener for CONNECT_REQUEST) */
+	struct cm_channel *ch;	 /* queued on, until retrieved */
+	bool retrieved;
+	uint8_t pd[CM_PD_MAX];
+	struct cm_event *next;
+};
+
+struct cm_channel {
+	struct rdma_event_channel ch; /* first; ch.fd: read end of a socketpair, a byte per event */
+	int wfd;
+	struct cm_event *head, *tail; /* not yet retrieved */
+	/* Threads inside rdma_get_cm_event. A channel destroyed under a blocked reader stays
+	 * open and allocated for it (as the kernel's file stays referenced by a blocked read):
+	 * the reader keeps waiting instead of failing (Debian's rping destroys its channel while
+	 * its CM thread waits in rdma_get_cm_event, then exits). */
+	int readers;
+	bool dead;
+	struct cm_channel *next;
+};
+
+/* Bytes still to go out on a connection whose id is gone or finished (a REJ, a Reject, a
+ * DREP), then the close. */
+struct cm_linger {
+	struct io_tcp_conn *tcp;
+	uint8_t buf[1024]; /* an MPA frame (532) or three RoCE CM messages (708) */
+	size_t len, off;
+	uint64_t deadline;
+	struct cm_linger *next;
+};
+
+struct cm_id {
+	struct rdma_cm_id id;  /* first: the application's pointer */
+	struct cm_channel *ch; /* NULL once the channel is destroyed (events are dropped) */
+	bool sync;	       /* created without a channel: ch is the id's own */
+	bool destroying;
+	uint8_t state; /* enum cm_state */
+	uint8_t tr;    /* enum cm_transport */
+	uint32_t ev_reported, ev_acked;
+	struct cm_dev *dev;
+	struct cm_id *listener; /* passive: until its CONNECT_REQUEST is out */
+
+	/* addresses: 16 bytes (IPv4-mapped), ports in host order */
+	bool v6;
+	bool bound_any;
+	bool bound_app; /* the application bound the id (rdma_bind_addr, resolve's src_addr) */
+	uint8_t laddr[16], raddr[16];
+	uint16_t lport, rport;
+
+	/* rdma_set_option */
+	uint8_t tos, ack_timeout;
+	bool tos_set, ack_timeout_set;
+	int reuseaddr, afonly;
+
+	/* listener */
+	struct io_tcp_listener *lis[2];
+	int nlis, backlog, pending;
+	bool backlog_noted;
+
+	/* the connection */
+	struct io_tcp_conn *tcp;
+	bool tcp_connecting;
+	short ev;			  /* poll events the connection waits for */
+	uint64_t deadline;		  /* of the current wait, or 0 */
+	uint64_t retry_at, refused_until; /* active RoCE: refused connects tried again */
+	uint8_t rx[CM_MSG_MAX];
+	size_t rx_len;
+	uint8_t tx[2 * CM_MSG_MAX];
+	size_t tx_len;
+	struct iw_conn *iw; /* iWARP handshake */
+	int watch_fd;	    /* iWARP after adoption: a duplicate of the socket (peer close) */
+
+	/* connection parameters: ours (what we sent) and the peer's (what it sent) */
+	uint32_t qpn, psn;
+	uint8_t rr, depth, retry, rnr;
+	bool srq;
+	uint8_t pd[CM_PD_MAX];
+	uint8_t pd_len;
+	uint32_t peer_qpn, peer_psn;
+	uint8_t peer_gid[16];
+	uint8_t peer_rr, peer_depth, peer_retry, peer_rnr, mtu;
+	bool peer_known;     /* peer parameters valid (REQ / REP seen) */
+	bool passive;	     /* the id of an incoming connection */
+	uint8_t *connect_pd; /* rdma_create_ep's ai_connect, prepended to the connect data */
+	uint8_t connect_len;
+	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep (passive): QPs of get_request */
+	struct ibv_sa_path_rec *path;
+
+	struct cm_id *next;
+};
+
+/* ---- cm.c: the core (global lock, thread, events, devices) ---- */
+
+/* The lock and condition every CM object lives under. */
+void cm_lock(void);
+void cm_unlock(void);
+/* Wakes the CM thread (under the lock); starts it if needed. 0 or a negative errno. */
+int cm_kick(void);
+uint64_t cm_timeout_ns(void);
+/* CLOCK_MONOTONIC in ns. */
+uint64_t cm_now(void);
+/* 24 random bits: a starting PSN. Under the lock. */
+uint32_t cm_random_psn(void);
+/* The TCP connection of an active id failed (e: io_tcp_connect_done's error): REJECTED when
+ * refused, else UNREACHABLE. Under the lock. */
+void cm_connect_failed(struct cm_id *id, int e);
+/* A new synchronous id (rdma_create_ep). */
+struct cm_id *cm_id_new_sync(void *context, enum rdma_port_space ps);
+
+/* Queues an event for owner's channel (under the lock). evid: event->id (NULL: owner); pd /
+ * pd_len: private data copied into the event. param: responder_resources / initiator_depth /
+ * ... (private_data fields ignored; NULL: zeros). Counts against owner's ack count. */
+void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
+		   int status, const struct rdma_conn_param *param, const void *pd, size_t pd_len);
+
+/* Finishes a connection: sends data[0..len) (best effort, in the background if the socket is
+ * full), then closes. Takes tcp. */
+void cm_linger(struct io_tcp_conn *tcp, const uint8_t *data, size_t len);
+/* Closes the id's connection now (reset if abort), and its watch fd. */
+void cm_conn_drop(struct cm_id *id, bool abort);
+
+void cm_count(enum cm_counter c);
+
+/* Moves the id's QP (if any, and CM-managed) to ERR (librdmacm ucma_modify_qp_err). */
+void cm_qp_to_err(struct cm_id *id);
+
+/* Address helpers: sockaddr <-> 16 bytes (IPv4-mapped) + port. */
+void cm_sockaddr_set(struct sockaddr_storage *ss, const uint8_t a[16], uint16_t port, bool v6);
+
+/* The GID index of addr on the id's device, or -1. */
+int cm_gid_index(const struct cm_dev *d, const uint8_t addr[16]);
+
+/* The private data an active side sends: rdma_create_ep's ai_connect, then the parameter's.
+ * Returns 0 or -EINVAL (too long for max). */
+int cm_collect_pd(struct cm_id *id, const struct rdma_conn_param *p, size_t max);
+
+/* An incoming connection has told us which protocol it speaks: the id (INCOMING) gets the
+ * device for its local address and that transport. Returns 0, or -EPROTOTYPE when the
+ * listener is bound to a device of the other transport, or -ENODEV. */
+int cm_incoming_device(struct cm_id *id, enum cm_transport tr);
+/* The incoming id's request is complete: it becomes visible with CONNECT_REQUEST on the
+ * listener's channel (param: what the peer announced; pd: its private data). */
+void cm_incoming_request(struct cm_id *id, const struct rdma_conn_param *param, const void *pd,
+			 size_t pd_len);
+
+/* ---- cm_roce.c: the interim RoCE protocol ---- */
+void cm_roce_start(struct cm_id *id, uint64_t now); /* active: TCP is up: send the REQ */
+/* Passive, INCOMING: the first bytes (id->rx, id->rx_len) said RoCE / MPA; reads the rest of
+ * the request and makes it a CONNECT_REQUEST. Returns false when the connection is to be
+ * dropped (its id is freed silently). */
+bool cm_roce_incoming(struct cm_id *id, uint64_t now, uint64_t *wake);
+void cm_roce_run(struct cm_id *id, uint64_t now, uint64_t *wake);
+int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p);
+int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len);
+int cm_roce_establish(struct cm_id *id);
+int cm_roce_disconnect(struct cm_id *id);
+void cm_roce_notify_established(struct cm_id *id);
+void cm_roce_destroy(struct cm_id *id);
+int cm_roce_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask);
+
+/* ---- cm_iwarp.c: MPA over the TCP connection, then the QP's stream ---- */
+int cm_iw_start(struct cm_id *id, uint64_t now); /* active: TCP is up: send the Request */
+bool cm_iw_incoming(struct cm_id *id, uint64_t now, uint64_t *wake);
+void cm_iw_run(struct cm_id *id, uint64_t now, uint64_t *wake);
+int cm_iw_accept(struct cm_id *id, const struct rdma_conn_param *p);
+int cm_iw_reject(struct cm_id *id, const void *pd, uint8_t len);
+int cm_iw_disconnect(struct cm_id *id);
+void cm_iw_destroy(struct cm_id *id);
+int cm_iw_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask);
+
+/* ---- src/api/cm_glue.c: what the CM needs from the verbs objects ---- */
+/* Under no lock (takes the core lock): qp (an iWARP QP in INIT) takes over tcp, whose MPA
+ * handshake c is ESTABLISHED with every byte sent; left[0..nleft) followed the handshake.
+ * The QP goes to RTS (iwp_adopt_conn). Takes tcp in every case. 0 or a negative errno. */
+int sr_cm_iw_adopt(struct ibv_qp *qp, struct io_tcp_conn *tcp, const struct iw_conn *c,
+		   const uint8_t *left, size_t nleft);
+/* The SOFTRDMA_IW_CRC policy of an iWARP context (enum iw_conn_crc). */
+int sr_cm_iw_crc(struct ibv_context *ctx);
+/* True for a QP of softrdma's iWARP devices. */
+bool sr_cm_qp_is_iwarp(struct ibv_qp *qp);
+
+#endif

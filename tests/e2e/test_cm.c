@@ -1,0 +1,1225 @@
+/* rdma_cm end to end (src/cm, cm.h), through librdmacm's API as programs call it: the rdma_*
+ * names libsoftrdma defines (aliases of sr_rdma_*), compiled against rdma-core's headers.
+ * Over roce_lo (the interim TCP-carried CM) and iwarp_lo (MPA, then the QP's stream):
+ *   - listen / connect / accept with private data both ways (bytes and lengths: RoCE REQ 56,
+ *     REP 196 zero padded; iWARP exact), responder resources / initiator depth as Linux
+ *     reports them, ports, devices, QP states, SEND / RDMA WRITE / RDMA READ over the
+ *     connected QPs, rdma_disconnect (DISCONNECTED on both sides, QPs in ERR);
+ *   - rdma_reject with private data (RoCE status 28 + 148 bytes; iWARP -ECONNRESET + exact);
+ *   - connect to a port nobody listens on: REJECTED (RoCE 8 with 148 zero bytes; iWARP
+ *     -ECONNREFUSED), in bounded time;
+ *   - a peer that accepts TCP and never answers: UNREACHABLE -ETIMEDOUT at the CM timeout;
+ *   - garbage: from a client to a listener (closed, counted, the listener still works) and
+ *     from a fake server to a connecting id (CONNECT_ERROR -EPROTO);
+ *   - a peer process SIGKILLed mid-handshake, as the passive side (the active side gets
+ *     UNREACHABLE on RoCE, CONNECT_ERROR on iWARP, at once) and as the active side (the
+ *     passive id gets CONNECT_ERROR), and once connected (DISCONNECTED);
+ *   - the synchronous API of rdma_server / rdma_client (rdma_getaddrinfo, rdma_create_ep,
+ *     rdma_get_request, NULL channels);
+ *   - IPv6 (::1) connect and SEND;
+ * and, once: the RoCE CM message codec, rdma_getaddrinfo, non-blocking channels (EAGAIN),
+ * rdma_destroy_id waiting for its events' acks and dropping those never handed out, a reader
+ * blocked in rdma_get_cm_event staying blocked when its channel is destroyed, rdma_migrate_id,
+ * options, address errors, RDMA_PS_UDP refused, rdma_get_devices, a wildcard (::) listener
+ * serving both transports and both families, and requests of the other transport refused by a
+ * listener bound to one device. Every wait is bounded (SOFTRDMA_CM_TIMEOUT=2000 and poll
+ * timeouts); peers are this program re-executed (--peer ...), killed by their PID. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm/cm.h"
+#include "cm/cm_msg.h"
+
+#define WAIT_MS	 5000
+#define BUF_SIZE (256 * 1024)
+#define PD_CLI	 "hello from the client, 32 bytes"
+#define PD_SRV	 "and hello from the server side of it"
+
+static bool iw; /* the transport under test is iWARP */
+static const char *dev_name;
+static const char *self_exe;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void set_transport(const char *t)
+{
+	setenv("SOFTRDMA_TRANSPORT", t, 1);
+	iw = !strcmp(t, "iwarp");
+	dev_name = iw ? "iwarp_lo" : "roce_lo";
+}
+
+/* The next event on ch within ms (NULL on timeout). */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd pf = {.fd = ch->fd, .events = POLLIN};
+	if (poll(&pf, 1, ms) != 1)
+		return NULL;
+	struct rdma_cm_event *e = NULL;
+	if (rdma_get_cm_event(ch, &e))
+		return NULL;
+	return e;
+}
+
+/* The next event, which must be `type`; the caller acks it. Stops the test if none came. */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
+				    const char *what)
+{
+	struct rdma_cm_event *e = next_event(ch, WAIT_MS);
+	if (!e) {
+		fprintf(stderr, "%s: no event (wanted %s)\n", what, rdma_event_str(type));
+		REQUIRE(e);
+	}
+	if (e->event != type)
+		fprintf(stderr, "%s: got %s status %d, wanted %s\n", what, rdma_event_str(e->event),
+			e->status, rdma_event_str(type));
+	REQUIRE(e->event == type);
+	return e;
+}
+
+static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
+		       const char *what)
+{
+	rdma_ack_cm_event(expect(ch, type, what));
+}
+
+static struct sockaddr_storage addr_of(const char *ip, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof(ss));
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+	} else {
+		REQUIRE(inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1);
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+	}
+	return ss;
+}
+
+/* A TCP port nobody listens on (bound, read, closed: free for a moment). */
+static uint16_t free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	REQUIRE(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* ---- one side of a connection: its verbs resources ---- */
+
+struct side {
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+/* CQ, MR and a QP on id (rdma_create_qp with the id's default PD). */
+static void side_setup(struct side *s, struct rdma_cm_id *id)
+{
+	s->id = id;
+	REQUIRE(id->verbs && id->pd);
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), dev_name));
+	s->cq = ibv_create_cq(id->verbs, 256, NULL, NULL, 0);
+	s->buf = calloc(1, BUF_SIZE);
+	REQUIRE(s->cq && s->buf);
+	s->mr =
+	    ibv_reg_mr(id->pd, s->buf, BUF_SIZE,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	REQUIRE(s->mr);
+	struct ibv_qp_init_attr qa = {
+	    .send_cq = s->cq,
+	    .recv_cq = s->cq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1, .max_recv_sge = 1}};
+	REQUIRE(rdma_create_qp(id, NULL, &qa) == 0);
+	REQUIRE(id->qp && id->qp->pd == id->pd);
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	REQUIRE(ibv_query_qp(id->qp, &a, IBV_QP_STATE, &ia) == 0);
+	CHECK_EQ(a.qp_state, IBV_QPS_INIT); /* librdmacm: INIT at rdma_create_qp */
+}
+
+static void side_free(struct side *s)
+{
+	if (s->id && s->id->qp)
+		rdma_destroy_qp(s->id);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->cq)
+		ibv_destroy_cq(s->cq);
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	REQUIRE(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
+	return a.qp_state;
+}
+
+static void post_recv(struct side *s, size_t off, uint32_t len)
+{
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)(s->buf + off), .length = len, .lkey = s->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 7, .sg_list = &sge, .num_sge = 1}, *bad;
+	REQUIRE(ibv_post_recv(s->id->qp, &wr, &bad) == 0);
+}
+
+static void post_send(struct side *s, enum ibv_wr_opcode op, size_t off, uint32_t len,
+		      uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)(s->buf + off), .length = len, .lkey = s->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	REQUIRE(ibv_post_send(s->id->qp, &wr, &bad) == 0);
+}
+
+static struct ibv_wc wait_wc(struct side *s)
+{
+	struct ibv_wc wc;
+	memset(&wc, 0, sizeof(wc));
+	uint64_t until = now_ms() + WAIT_MS;
+	while (now_ms() < until) {
+		int n = ibv_poll_cq(s->cq, 1, &wc);
+		REQUIRE(n >= 0);
+		if (n == 1)
+			return wc;
+	}
+	REQUIRE(!"completion within WAIT_MS");
+	return wc;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 31 + (i >> 9));
+}
+
+/* ---- a listener ---- */
+
+struct listener {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	uint16_t port;
+};
+
+static void listen_on(struct listener *l, const char *ip)
+{
+	l->ch = rdma_create_event_channel();
+	REQUIRE(l->ch);
+	REQUIRE(rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP) == 0);
+	struct sockaddr_storage a = addr_of(ip, 0);
+	REQUIRE(rdma_bind_addr(l->id, (struct sockaddr *)&a) == 0);
+	CHECK(l->id->verbs && !strcmp(ibv_get_device_name(l->id->verbs->device), dev_name));
+	REQUIRE(rdma_listen(l->id, 4) == 0);
+	l->port = ntohs(rdma_get_src_port(l->id));
+	CHECK(l->port != 0);
+}
+
+static void listener_free(struct listener *l)
+{
+	CHECK_EQ(rdma_destroy_id(l->id), 0);
+	rdma_destroy_event_channel(l->ch);
+}
+
+/* An active id on its own channel with its route resolved to ip:port. */
+static struct rdma_cm_id *resolved_id(struct rdma_event_channel **ch, const char *ip, uint16_t port)
+{
+	struct rdma_cm_id *id;
+	*ch = rdma_create_event_channel();
+	REQUIRE(*ch);
+	REQUIRE(rdma_create_id(*ch, &id, NULL, RDMA_PS_TCP) == 0);
+	struct sockaddr_storage a = addr_of(ip, port);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
+	expect_ack(*ch, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve_addr");
+	REQUIRE(rdma_resolve_route(id, 2000) == 0);
+	expect_ack(*ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolve_route");
+	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), dev_name));
+	CHECK_EQ(ntohs(rdma_get_dst_port(id)), port);
+	return id;
+}
+
+/* ---- scenario: connect, data, disconnect ---- */
+
+static void check_pd(const struct rdma_conn_param *p, const char *want, size_t roce_len)
+{
+	size_t n = strlen(want);
+	CHECK_EQ(p->private_data_len, iw ? n : roce_len);
+	REQUIRE(p->private_data);
+	CHECK_MEM(p->private_data, want, n);
+	const uint8_t *pd = p->private_data;
+	for (size_t i = n; i < p->private_data_len; i++)
+		CHECK_EQ(pd[i], 0); /* RoCE: zero padding to the IB CM's size */
+}
+
+static void test_connect(const char *ip)
+{
+	printf("  connect, private data, SEND / WRITE / READ, disconnect (%s)\n", ip);
+	struct listener l;
+	listen_on(&l, ip);
+	struct rdma_event_channel *cch;
+	struct side c = {0}, s = {0};
+	side_setup(&c, resolved_id(&cch, ip, l.port));
+	post_recv(&c, 0, 4096);
+
+	struct rdma_conn_param cp = {.private_data = PD_CLI,
+				     .private_data_len = (uint8_t)strlen(PD_CLI),
+				     .responder_resources = 2,
+				     .initiator_depth = 3,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7};
+	REQUIRE(rdma_connect(c.id, &cp) == 0);
+
+	struct rdma_cm_event *e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	CHECK(e->listen_id == l.id);
+	CHECK(e->id != l.id && e->id->context == l.id->context);
+	check_pd(&e->param.conn, PD_CLI, CM_REQ_PD);
+	/* Both transports report what the peer asked, ready to be passed back: our responder
+	 * resources = its initiator depth, our initiator depth = its responder resources. */
+	CHECK_EQ(e->param.conn.responder_resources, 3);
+	CHECK_EQ(e->param.conn.initiator_depth, 2);
+	struct rdma_cm_id *child = e->id;
+	rdma_ack_cm_event(e);
+	side_setup(&s, child);
+	post_recv(&s, 0, 4096);
+	struct rdma_conn_param sp = {.private_data = PD_SRV,
+				     .private_data_len = (uint8_t)strlen(PD_SRV),
+				     .responder_resources = 3,
+				     .initiator_depth = 2,
+				     .rnr_retry_count = 7};
+	REQUIRE(rdma_accept(child, &sp) == 0);
+
+	e = expect(cch, RDMA_CM_EVENT_ESTABLISHED, "client");
+	check_pd(&e->param.conn, PD_SRV, CM_REP_PD);
+	if (iw) {
+		/* cma_iw_handler: initiator_depth = our IRD, responder_resources = our ORD. */
+		CHECK_EQ(e->param.conn.initiator_depth, 2);
+		CHECK_EQ(e->param.conn.responder_resources, 3);
+	} else {
+		CHECK_EQ(e->param.conn.responder_resources, 2);
+		CHECK_EQ(e->param.conn.initiator_depth, 3);
+	}
+	rdma_ack_cm_event(e);
+	expect_ack(l.ch, RDMA_CM_EVENT_ESTABLISHED, "server");
+	CHECK_EQ(qp_state(c.id->qp), IBV_QPS_RTS);
+	CHECK_EQ(qp_state(s.id->qp), IBV_QPS_RTS);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	REQUIRE(ibv_query_qp(c.id->qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC, &qia) == 0);
+	CHECK_EQ(qa.max_rd_atomic, 3);
+	CHECK_EQ(qa.max_dest_rd_atomic, 2);
+	/* Ports: the connection is to the listener's port, from the client's. */
+	CHECK_EQ(ntohs(rdma_get_src_port(child)), l.port);
+	CHECK_EQ(ntohs(rdma_get_dst_port(c.id)), l.port);
+	CHECK(rdma_get_src_port(c.id) != 0);
+	CHECK_EQ(rdma_get_dst_port(child), rdma_get_src_port(c.id));
+
+	/* SEND client -> server. */
+	fill(c.buf + 8192, 4096, 1);
+	post_send(&c, IBV_WR_SEND, 8192, 4096, 0, 0);
+	struct ibv_wc wc = wait_wc(&c);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_SEND);
+	wc = wait_wc(&s);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 4096);
+	CHECK_MEM(s.buf, c.buf + 8192, 4096);
+	/* RDMA WRITE client -> server memory, then READ it back into the client. */
+	uint32_t n = 100000;
+	fill(c.buf + 16384, n, 2);
+	post_send(&c, IBV_WR_RDMA_WRITE, 16384, n, (uintptr_t)s.buf + 65536, s.mr->rkey);
+	wc = wait_wc(&c);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+	post_send(&c, IBV_WR_RDMA_READ, 131072, n, (uintptr_t)s.buf + 65536, s.mr->rkey);
+	wc = wait_wc(&c);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ);
+	CHECK_MEM(s.buf + 65536, c.buf + 16384, n);
+	CHECK_MEM(c.buf + 131072, c.buf + 16384, n);
+	/* And SEND server -> client. */
+	fill(s.buf + 8192, 1000, 3);
+	post_send(&s, IBV_WR_SEND, 8192, 1000, 0, 0);
+	CHECK_EQ(wait_wc(&s).status, IBV_WC_SUCCESS);
+	wc = wait_wc(&c);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, 1000);
+	CHECK_MEM(c.buf, s.buf + 8192, 1000);
+
+	/* Disconnect from the client: both sides see DISCONNECTED, the client's QP is in ERR;
+	 * the server's disconnect after that succeeds and puts its QP in ERR too. */
+	post_recv(&s, 0, 64); /* flushed by the server's disconnect */
+	REQUIRE(rdma_disconnect(c.id) == 0);
+	CHECK_EQ(qp_state(c.id->qp), IBV_QPS_ERR);
+	expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED, "client");
+	expect_ack(l.ch, RDMA_CM_EVENT_DISCONNECTED, "server");
+	CHECK_EQ(rdma_disconnect(child), 0);
+	CHECK_EQ(qp_state(s.id->qp), IBV_QPS_ERR);
+	wc = wait_wc(&s);
+	CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+
+	struct rdma_cm_id *cid = c.id;
+	side_free(&c);
+	side_free(&s);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+	listener_free(&l);
+}
+
+/* ---- scenario: reject ---- */
+
+static void test_reject(void)
+{
+	printf("  reject with private data\n");
+	struct listener l;
+	listen_on(&l, "127.0.0.1");
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", l.port);
+	side_setup(&c, cid);
+	struct rdma_conn_param cp = {.private_data = "req", .private_data_len = 3};
+	REQUIRE(rdma_connect(cid, &cp) == 0);
+	struct rdma_cm_event *e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	struct rdma_cm_id *child = e->id;
+	rdma_ack_cm_event(e);
+	uint64_t rej = cm_counter("rejects_sent");
+	CHECK_EQ(rdma_reject(child, "no, thanks", 10), 0);
+	CHECK_EQ(cm_counter("rejects_sent"), rej + 1);
+	e = expect(cch, RDMA_CM_EVENT_REJECTED, "client");
+	CHECK_EQ(e->status, iw ? -ECONNRESET : CM_REJ_CONSUMER_DEFINED);
+	check_pd(&e->param.conn, "no, thanks", CM_REJ_PD);
+	rdma_ack_cm_event(e);
+	CHECK_EQ(qp_state(cid->qp), IBV_QPS_ERR); /* librdmacm: REJECTED moves the QP to ERR */
+	CHECK_EQ(rdma_accept(child, NULL), -1);	  /* rejected already */
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	side_free(&c);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+	listener_free(&l);
+}
+
+/* ---- scenario: nobody listens ---- */
+
+static void test_no_listener(void)
+{
+	printf("  connect to a port nobody listens on\n");
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", free_port());
+	side_setup(&c, cid);
+	uint64_t t0 = now_ms();
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	struct rdma_cm_event *e = expect(cch, RDMA_CM_EVENT_REJECTED, "client");
+	uint64_t dt = now_ms() - t0;
+	CHECK(dt < 2000);
+	if (iw) {
+		CHECK_EQ(e->status, -ECONNREFUSED);
+		CHECK_EQ(e->param.conn.private_data_len, 0);
+	} else {
+		CHECK_EQ(e->status, CM_REJ_INVALID_SERVICE_ID);
+		CHECK_EQ(e->param.conn.private_data_len, CM_REJ_PD);
+		const uint8_t *pd = e->param.conn.private_data;
+		for (int i = 0; pd && i < CM_REJ_PD; i++)
+			CHECK_EQ(pd[i], 0);
+	}
+	rdma_ack_cm_event(e);
+	printf("    REJECTED after %llu ms\n", (unsigned long long)dt);
+	side_free(&c);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+}
+
+/* ---- scenario: a peer that never answers ---- */
+
+static int raw_listener(uint16_t *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	REQUIRE(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 8) == 0);
+	REQUIRE(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void test_silent_peer(void)
+{
+	printf("  a peer that accepts TCP and never answers\n");
+	uint16_t port;
+	int lfd = raw_listener(&port); /* the kernel completes the handshake; nobody reads */
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", port);
+	side_setup(&c, cid);
+	uint64_t timeouts = cm_counter("timeouts"), t0 = now_ms();
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	struct rdma_cm_event *e = expect(cch, RDMA_CM_EVENT_UNREACHABLE, "client");
+	uint64_t dt = now_ms() - t0;
+	CHECK_EQ(e->status, -ETIMEDOUT);
+	CHECK(dt >= 1500 && dt < 4000); /* SOFTRDMA_CM_TIMEOUT=2000 */
+	rdma_ack_cm_event(e);
+	CHECK(cm_counter("timeouts") > timeouts);
+	printf("    UNREACHABLE after %llu ms\n", (unsigned long long)dt);
+	side_free(&c);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+	close(lfd);
+}
+
+/* ---- scenario: garbage ---- */
+
+struct fake_server {
+	int lfd;
+	const char *reply;
+	size_t reply_len;
+};
+
+/* Accepts one connection, reads what comes (the REQ / MPA Request), answers garbage. */
+static void *fake_server_main(void *arg)
+{
+	struct fake_server *f = arg;
+	struct pollfd pf = {.fd = f->lfd, .events = POLLIN};
+	if (poll(&pf, 1, WAIT_MS) != 1)
+		return NULL;
+	int fd = accept(f->lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	char buf[1024];
+	pf.fd = fd;
+	if (poll(&pf, 1, WAIT_MS) == 1 && read(fd, buf, sizeof(buf)) > 0 &&
+	    write(fd, f->reply, f->reply_len) < 0) {
+		/* the client went away: its event says what happened */
+	}
+	pf.events = POLLIN;
+	poll(&pf, 1, WAIT_MS); /* until the client closes */
+	close(fd);
+	return NULL;
+}
+
+static void test_garbage(void)
+{
+	printf("  garbage: to a listener, and from a fake server\n");
+	/* (a) A client speaking neither MPA nor the RoCE CM protocol: closed and counted, and
+	 * the listener goes on. */
+	struct listener l;
+	listen_on(&l, "127.0.0.1");
+	uint64_t garbage = cm_counter("rx_garbage");
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_storage a = addr_of("127.0.0.1", l.port);
+	REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)) == 0);
+	REQUIRE(write(fd, "GET / HTTP/1.0\r\n\r\n", 18) == 18);
+	char b;
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	CHECK_EQ(poll(&pf, 1, WAIT_MS), 1);
+	CHECK(read(fd, &b, 1) <= 0); /* closed (reset) by the CM, nothing answered */
+	close(fd);
+	CHECK_EQ(cm_counter("rx_garbage"), garbage + 1);
+	CHECK(next_event(l.ch, 100) == NULL); /* no CONNECT_REQUEST for it */
+	/* A bad RoCE CM version is refused too (counted apart). */
+	uint64_t badver = cm_counter("rx_bad_version");
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)) == 0);
+	REQUIRE(write(fd, "sRCM\x07\x01\x00\x60", 8) == 8);
+	pf.fd = fd;
+	CHECK_EQ(poll(&pf, 1, WAIT_MS), 1);
+	close(fd);
+	CHECK_EQ(cm_counter("rx_bad_version"), badver + 1);
+	/* The listener still works. */
+	struct rdma_event_channel *cch;
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", l.port);
+	struct side c = {0};
+	side_setup(&c, cid);
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	struct rdma_cm_event *e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	CHECK_EQ(rdma_reject(e->id, NULL, 0), 0);
+	CHECK_EQ(rdma_destroy_id(e->id), 0);
+	rdma_ack_cm_event(e);
+	expect_ack(cch, RDMA_CM_EVENT_REJECTED, "client");
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+	listener_free(&l);
+
+	/* (b) A server that answers garbage: the connect fails with CONNECT_ERROR (-EPROTO). */
+	static const char junk[] = "this is not an MPA Reply nor a REP, just bytes ...";
+	struct fake_server f = {.reply = junk, .reply_len = sizeof(junk)};
+	uint16_t port;
+	f.lfd = raw_listener(&port);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, fake_server_main, &f) == 0);
+	cid = resolved_id(&cch, "127.0.0.1", port);
+	side_setup(&c, cid);
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	e = expect(cch, RDMA_CM_EVENT_CONNECT_ERROR, "client");
+	CHECK_EQ(e->status, -EPROTO);
+	rdma_ack_cm_event(e);
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+	pthread_join(t, NULL);
+	close(f.lfd);
+}
+
+/* ---- scenario: a peer process killed mid-handshake ---- */
+
+/* --peer listen: listens, tells the port, waits for the request, says 'R', waits to die.
+ * --peer connect PORT: connects (with a QP), says 'C', waits to die. Output: fd 1. */
+static int peer_main(int argc, char **argv)
+{
+	if (argc < 3)
+		return 2;
+	const char *t = getenv("SOFTRDMA_TRANSPORT");
+	set_transport(t ? t : "roce");
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	if (!ch)
+		return 3;
+	if (!strcmp(argv[2], "listen")) {
+		struct listener l;
+		listen_on(&l, "127.0.0.1");
+		dprintf(1, "%u\n", l.port);
+		struct rdma_cm_event *e = next_event(l.ch, 10000);
+		if (!e || e->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+			return 4;
+		dprintf(1, "R\n");
+	} else if (!strcmp(argv[2], "connect") && argc > 3) {
+		struct side c = {0};
+		struct rdma_event_channel *cch;
+		side_setup(&c, resolved_id(&cch, "127.0.0.1", (uint16_t)atoi(argv[3])));
+		if (rdma_connect(c.id, NULL))
+			return 5;
+		dprintf(1, "C\n");
+		struct rdma_cm_event *e = next_event(cch, 10000);
+		if (e && e->event == RDMA_CM_EVENT_ESTABLISHED)
+			dprintf(1, "E\n");
+	}
+	for (;;)
+		pause();
+}
+
+static pid_t spawn_peer(const char *mode, const char *port, int *out_fd)
+{
+	int p[2];
+	REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		execl(self_exe, self_exe, "--peer", mode, port, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	*out_fd = p[0];
+	return pid;
+}
+
+static bool read_line(int fd, char *buf, size_t n, int ms)
+{
+	size_t k = 0;
+	uint64_t until = now_ms() + (uint64_t)ms;
+	while (k + 1 < n && now_ms() < until) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, 100) != 1)
+			continue;
+		if (read(fd, buf + k, 1) != 1)
+			break;
+		if (buf[k++] == '\n')
+			break;
+	}
+	buf[k] = 0;
+	return k > 0 && buf[k - 1] == '\n';
+}
+
+static void kill_peer(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	int st;
+	waitpid(pid, &st, 0);
+}
+
+static void test_peer_killed(void)
+{
+	printf("  peer killed mid-handshake (passive peer, then active peer)\n");
+	char line[32];
+	int fd;
+	/* The passive peer dies between CONNECT_REQUEST and rdma_accept. */
+	pid_t pid = spawn_peer("listen", "", &fd);
+	REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS));
+	uint16_t port = (uint16_t)atoi(line);
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", port);
+	side_setup(&c, cid);
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS) && line[0] == 'R');
+	uint64_t t0 = now_ms();
+	kill_peer(pid);
+	close(fd);
+	struct rdma_cm_event *e = next_event(cch, 3000);
+	uint64_t dt = now_ms() - t0;
+	REQUIRE(e);
+	CHECK_EQ(e->event, iw ? RDMA_CM_EVENT_CONNECT_ERROR : RDMA_CM_EVENT_UNREACHABLE);
+	CHECK_EQ(e->status, -ECONNRESET);
+	CHECK(dt < 1000);
+	printf("    active side: %s (%d) %llu ms after the kill\n", rdma_event_str(e->event),
+	       e->status, (unsigned long long)dt);
+	rdma_ack_cm_event(e);
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+
+	/* The active peer dies after its request: the passive id gets CONNECT_ERROR and can no
+	 * longer be accepted. */
+	struct listener l;
+	listen_on(&l, "127.0.0.1");
+	char pstr[16];
+	snprintf(pstr, sizeof(pstr), "%u", l.port);
+	pid = spawn_peer("connect", pstr, &fd);
+	e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	struct rdma_cm_id *child = e->id;
+	rdma_ack_cm_event(e);
+	REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS) && line[0] == 'C');
+	t0 = now_ms();
+	kill_peer(pid);
+	close(fd);
+	e = next_event(l.ch, 3000);
+	dt = now_ms() - t0;
+	REQUIRE(e);
+	CHECK(e->id == child);
+	CHECK_EQ(e->event, RDMA_CM_EVENT_CONNECT_ERROR);
+	CHECK_EQ(e->status, -ECONNRESET);
+	CHECK(dt < 1000);
+	printf("    passive side: %s (%d) %llu ms after the kill\n", rdma_event_str(e->event),
+	       e->status, (unsigned long long)dt);
+	rdma_ack_cm_event(e);
+	CHECK_EQ(rdma_accept(child, NULL), -1);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+
+	/* The peer dies once connected: DISCONNECTED, at once (RoCE: its CM connection closes;
+	 * iWARP: the stream closes under the QP, which goes to ERR). */
+	pid = spawn_peer("connect", pstr, &fd);
+	e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	struct side s = {0};
+	child = e->id;
+	rdma_ack_cm_event(e);
+	side_setup(&s, child);
+	REQUIRE(rdma_accept(child, NULL) == 0);
+	expect_ack(l.ch, RDMA_CM_EVENT_ESTABLISHED, "server");
+	REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS) && line[0] == 'C');
+	REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS) && line[0] == 'E');
+	t0 = now_ms();
+	kill_peer(pid);
+	close(fd);
+	e = next_event(l.ch, 3000);
+	dt = now_ms() - t0;
+	REQUIRE(e);
+	CHECK_EQ(e->event, RDMA_CM_EVENT_DISCONNECTED);
+	CHECK(dt < 1000);
+	printf("    connected peer: %s %llu ms after the kill\n", rdma_event_str(e->event),
+	       (unsigned long long)dt);
+	rdma_ack_cm_event(e);
+	CHECK_EQ(rdma_disconnect(child), 0);
+	CHECK_EQ(qp_state(child->qp), IBV_QPS_ERR);
+	side_free(&s);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	listener_free(&l);
+}
+
+/* ---- once: a wildcard listener serves both transports; mismatched transports ---- */
+
+/* Connects an id of transport `tr` to ip:port and returns it (QP set up). */
+static struct rdma_cm_id *connect_as(const char *tr, const char *ip, uint16_t port,
+				     struct rdma_event_channel **ch, struct side *c)
+{
+	set_transport(tr);
+	struct rdma_cm_id *id = resolved_id(ch, ip, port);
+	side_setup(c, id);
+	REQUIRE(rdma_connect(id, NULL) == 0);
+	return id;
+}
+
+static void test_wildcard(void)
+{
+	printf("wildcard listener (::) for both transports and both families; mismatches\n");
+	set_transport("roce");
+	struct listener l;
+	l.ch = rdma_create_event_channel();
+	REQUIRE(l.ch && rdma_create_id(l.ch, &l.id, NULL, RDMA_PS_TCP) == 0);
+	struct sockaddr_storage a = addr_of("::", 0);
+	REQUIRE(rdma_bind_addr(l.id, (struct sockaddr *)&a) == 0);
+	CHECK(l.id->verbs == NULL); /* no device until a connection says which */
+	REQUIRE(rdma_listen(l.id, 8) == 0);
+	l.port = ntohs(rdma_get_src_port(l.id));
+	static const struct {
+		const char *tr, *ip, *dev;
+	} cases[] = {{"roce", "127.0.0.1", "roce_lo"},
+		     {"iwarp", "127.0.0.1", "iwarp_lo"},
+		     {"roce", "::1", "roce_lo"},
+		     {"iwarp", "::1", "iwarp_lo"}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rdma_event_channel *cch;
+		struct side c = {0};
+		struct rdma_cm_id *cid = connect_as(cases[i].tr, cases[i].ip, l.port, &cch, &c);
+		struct rdma_cm_event *e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "wildcard");
+		struct rdma_cm_id *child = e->id;
+		CHECK(child->verbs &&
+		      !strcmp(ibv_get_device_name(child->verbs->device), cases[i].dev));
+		CHECK_EQ(child->route.addr.src_addr.sa_family,
+			 strchr(cases[i].ip, ':') ? AF_INET6 : AF_INET);
+		rdma_ack_cm_event(e);
+		struct side s = {0};
+		side_setup(&s, child);
+		REQUIRE(rdma_accept(child, NULL) == 0);
+		expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED, "client");
+		expect_ack(l.ch, RDMA_CM_EVENT_ESTABLISHED, "server");
+		REQUIRE(rdma_disconnect(child) == 0);
+		expect_ack(l.ch, RDMA_CM_EVENT_DISCONNECTED, "server");
+		expect_ack(cch, RDMA_CM_EVENT_DISCONNECTED, "client");
+		side_free(&s);
+		side_free(&c);
+		CHECK_EQ(rdma_destroy_id(child), 0);
+		CHECK_EQ(rdma_destroy_id(cid), 0);
+		rdma_destroy_event_channel(cch);
+	}
+	listener_free(&l);
+
+	/* A listener bound to 127.0.0.1 is on one device: the other transport's request is
+	 * refused (a RoCE REJ / an MPA Reject) and counted; no CONNECT_REQUEST. */
+	static const char *const pairs[2][2] = {{"roce", "iwarp"}, {"iwarp", "roce"}};
+	for (int i = 0; i < 2; i++) {
+		set_transport(pairs[i][0]);
+		listen_on(&l, "127.0.0.1");
+		uint64_t wrong = cm_counter("wrong_transport");
+		struct rdma_event_channel *cch;
+		struct side c = {0};
+		struct rdma_cm_id *cid = connect_as(pairs[i][1], "127.0.0.1", l.port, &cch, &c);
+		struct rdma_cm_event *e = expect(cch, RDMA_CM_EVENT_REJECTED, "mismatch");
+		rdma_ack_cm_event(e);
+		CHECK_EQ(cm_counter("wrong_transport"), wrong + 1);
+		CHECK(next_event(l.ch, 50) == NULL);
+		side_free(&c);
+		rdma_destroy_id(cid);
+		rdma_destroy_event_channel(cch);
+		set_transport(pairs[i][0]);
+		listener_free(&l);
+	}
+}
+
+/* ---- scenario: the synchronous API (rdma_server / rdma_client) ---- */
+
+struct sync_server {
+	uint16_t port;
+	int ok;
+};
+
+static void *sync_server_main(void *arg)
+{
+	struct sync_server *ss = arg;
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP}, *res;
+	char port[16];
+	snprintf(port, sizeof(port), "%u", ss->port);
+	if (rdma_getaddrinfo("127.0.0.1", port, &hints, &res))
+		return NULL;
+	struct ibv_qp_init_attr attr = {.cap = {.max_send_wr = 4,
+						.max_recv_wr = 4,
+						.max_send_sge = 1,
+						.max_recv_sge = 1,
+						.max_inline_data = 16},
+					.sq_sig_all = 1};
+	struct rdma_cm_id *lid, *id;
+	uint8_t msg[16];
+	struct ibv_wc wc;
+	if (rdma_create_ep(&lid, res, NULL, &attr) || rdma_listen(lid, 1))
+		goto out;
+	ss->ok = 1; /* listening */
+	if (rdma_get_request(lid, &id))
+		goto out_lid;
+	struct ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof(msg));
+	if (!mr || rdma_post_recv(id, NULL, msg, sizeof(msg), mr) || rdma_accept(id, NULL))
+		goto out_id;
+	int r;
+	while ((r = rdma_get_recv_comp(id, &wc)) == 0)
+		;
+	if (r < 0 || wc.status || memcmp(msg, "ping from client", 16))
+		goto out_id;
+	memcpy(msg, "pong from server", 16);
+	if (rdma_post_send(id, NULL, msg, sizeof(msg), mr, 0))
+		goto out_id;
+	while ((r = rdma_get_send_comp(id, &wc)) == 0)
+		;
+	if (r > 0 && !wc.status)
+		ss->ok = 2;
+	rdma_disconnect(id);
+out_id:
+	if (mr)
+		rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+out_lid:
+	rdma_destroy_ep(lid);
+out:
+	rdma_freeaddrinfo(res);
+	return NULL;
+}
+
+static void test_sync_api(void)
+{
+	printf("  synchronous API (rdma_create_ep, rdma_get_request, NULL channels)\n");
+	struct sync_server ss = {.port = free_port()};
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, sync_server_main, &ss) == 0);
+	uint64_t until = now_ms() + WAIT_MS;
+	while (!ss.ok && now_ms() < until)
+		usleep(1000);
+	REQUIRE(ss.ok);
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	char port[16];
+	snprintf(port, sizeof(port), "%u", ss.port);
+	REQUIRE(rdma_getaddrinfo("127.0.0.1", port, &hints, &res) == 0);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+	struct ibv_qp_init_attr attr = {.cap = {.max_send_wr = 4,
+						.max_recv_wr = 4,
+						.max_send_sge = 1,
+						.max_recv_sge = 1,
+						.max_inline_data = 16},
+					.sq_sig_all = 1};
+	struct rdma_cm_id *id;
+	REQUIRE(rdma_create_ep(&id, res, NULL, &attr) == 0);
+	CHECK(attr.cap.max_inline_data >= 16);
+	CHECK(id->qp && id->send_cq && id->recv_cq && id->send_cq_channel);
+	uint8_t msg[16], in[16];
+	struct ibv_mr *mr = rdma_reg_msgs(id, in, sizeof(in));
+	REQUIRE(mr);
+	REQUIRE(rdma_post_recv(id, NULL, in, sizeof(in), mr) == 0);
+	REQUIRE(rdma_connect(id, NULL) == 0); /* waits for ESTABLISHED */
+	memcpy(msg, "ping from client", 16);
+	REQUIRE(rdma_post_send(id, NULL, msg, sizeof(msg), NULL, IBV_SEND_INLINE) == 0);
+	struct ibv_wc wc;
+	int r;
+	while ((r = rdma_get_send_comp(id, &wc)) == 0)
+		;
+	CHECK(r > 0 && wc.status == IBV_WC_SUCCESS);
+	while ((r = rdma_get_recv_comp(id, &wc)) == 0)
+		;
+	CHECK(r > 0 && wc.status == IBV_WC_SUCCESS);
+	CHECK_MEM(in, "pong from server", 16);
+	CHECK_EQ(rdma_disconnect(id), 0); /* waits for DISCONNECTED */
+	rdma_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+	pthread_join(t, NULL);
+	CHECK_EQ(ss.ok, 2);
+}
+
+/* ---- once: the API around the connections ---- */
+
+static void test_codec(void)
+{
+	printf("codec: the interim RoCE CM messages\n");
+	struct cm_msg m = {.type = CM_MSG_REQ,
+			   .qpn = 0x123456,
+			   .psn = 0xABCDEF,
+			   .rr = 4,
+			   .depth = 5,
+			   .retry = 6,
+			   .rnr = 7,
+			   .mtu = 5,
+			   .srq = true};
+	memset(m.gid, 0xA5, 16);
+	memcpy(m.pd, "private", 7);
+	uint8_t buf[CM_MSG_MAX];
+	int n = cm_msg_build(&m, buf, sizeof(buf));
+	CHECK_EQ(n, 96);
+	struct cm_msg out;
+	size_t need;
+	/* Every prefix asks for more, then the whole message decodes to what went in. */
+	for (int k = 0; k < n; k++)
+		CHECK_EQ(cm_msg_parse(buf, (size_t)k, &out, &need), -EAGAIN);
+	REQUIRE(cm_msg_parse(buf, (size_t)n, &out, &need) == 0);
+	CHECK_EQ(need, 96);
+	CHECK(out.type == m.type && out.qpn == m.qpn && out.psn == m.psn && out.rr == 4 &&
+	      out.depth == 5 && out.retry == 6 && out.rnr == 7 && out.mtu == 5 && out.srq);
+	CHECK_MEM(out.gid, m.gid, 16);
+	CHECK_EQ(out.pd_len, CM_REQ_PD);
+	CHECK_MEM(out.pd, "private\0\0", 9);
+	CHECK_EQ(cm_msg_len(CM_MSG_REP), 236);
+	CHECK_EQ(cm_msg_len(CM_MSG_REJ), 160);
+	CHECK_EQ(cm_msg_len(CM_MSG_RTU), 8);
+	/* Garbage is refused at its first wrong byte; other versions, types, lengths and
+	 * out-of-range fields are refused. */
+	CHECK_EQ(cm_msg_parse((const uint8_t *)"sX", 2, &out, &need), -EPROTO);
+	CHECK_EQ(cm_msg_parse((const uint8_t *)"MPA ID Req Frame", 16, &out, &need), -EPROTO);
+	uint8_t bad[CM_MSG_MAX];
+	memcpy(bad, buf, (size_t)n);
+	bad[4] = 2;
+	CHECK_EQ(cm_msg_parse(bad, 5, &out, &need), -EPROTONOSUPPORT);
+	memcpy(bad, buf, (size_t)n);
+	bad[5] = 99;
+	CHECK_EQ(cm_msg_parse(bad, (size_t)n, &out, &need), -EBADMSG);
+	memcpy(bad, buf, (size_t)n);
+	bad[7] = 97; /* REQ of the wrong length */
+	CHECK_EQ(cm_msg_parse(bad, (size_t)n, &out, &need), -EBADMSG);
+	memcpy(bad, buf, (size_t)n);
+	bad[8] = 1; /* QPN above 24 bits */
+	CHECK_EQ(cm_msg_parse(bad, (size_t)n, &out, &need), -EBADMSG);
+	memcpy(bad, buf, (size_t)n);
+	bad[8 + 30 - 2] = 9; /* MTU 9 (the byte after RNR retry) */
+	CHECK_EQ(cm_msg_parse(bad, (size_t)n, &out, &need), -EBADMSG);
+	m.mtu = 0;
+	CHECK_EQ(cm_msg_build(&m, buf, sizeof(buf)), -EINVAL);
+	m.mtu = 3;
+	CHECK_EQ(cm_msg_build(&m, buf, 50), -ENOSPC);
+	struct cm_msg rej = {.type = CM_MSG_REJ, .reason = 28};
+	n = cm_msg_build(&rej, buf, sizeof(buf));
+	REQUIRE(n == 160 && cm_msg_parse(buf, 160, &out, &need) == 0);
+	CHECK_EQ(out.reason, 28);
+	CHECK_EQ(out.pd_len, CM_REJ_PD);
+}
+
+static void test_addrinfo(void)
+{
+	printf("rdma_getaddrinfo\n");
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	REQUIRE(rdma_getaddrinfo("127.0.0.1", "7471", &hints, &res) == 0);
+	CHECK_EQ(res->ai_family, AF_INET);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+	CHECK_EQ(res->ai_port_space, RDMA_PS_TCP);
+	REQUIRE(res->ai_dst_addr && !res->ai_src_addr);
+	CHECK_EQ(ntohs(((struct sockaddr_in *)res->ai_dst_addr)->sin_port), 7471);
+	rdma_freeaddrinfo(res);
+	hints.ai_flags = RAI_PASSIVE;
+	REQUIRE(rdma_getaddrinfo(NULL, "7471", &hints, &res) == 0);
+	REQUIRE(res->ai_src_addr && !res->ai_dst_addr);
+	CHECK_EQ(((struct sockaddr_in *)res->ai_src_addr)->sin_addr.s_addr, htonl(INADDR_ANY));
+	rdma_freeaddrinfo(res);
+	REQUIRE(rdma_getaddrinfo("::1", "9", &hints, &res) == 0);
+	CHECK_EQ(res->ai_family, AF_INET6);
+	CHECK_EQ(res->ai_src_len, sizeof(struct sockaddr_in6));
+	rdma_freeaddrinfo(res);
+	CHECK_EQ(rdma_getaddrinfo("no.such.host.invalid", "9", &hints, &res), EAI_NONAME);
+	CHECK_EQ(rdma_getaddrinfo("127.0.0.1", "port", &hints, &res), EAI_SERVICE);
+	hints.ai_port_space = RDMA_PS_UDP;
+	hints.ai_flags = 0;
+	REQUIRE(rdma_getaddrinfo("127.0.0.1", "9", &hints, &res) == 0);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_UD);
+	rdma_freeaddrinfo(res);
+}
+
+struct destroyer {
+	struct rdma_cm_id *id;
+	volatile int done;
+};
+
+static void *destroy_main(void *arg)
+{
+	struct destroyer *d = arg;
+	rdma_destroy_id(d->id);
+	d->done = 1;
+	return NULL;
+}
+
+struct blocked_reader {
+	struct rdma_event_channel *ch;
+	volatile int returned;
+};
+
+static void *blocked_reader_main(void *arg)
+{
+	struct blocked_reader *b = arg;
+	struct rdma_cm_event *e;
+	rdma_get_cm_event(b->ch, &e);
+	b->returned = 1;
+	return NULL;
+}
+
+static void test_api(void)
+{
+	printf("API: channels, options, addresses, devices\n");
+	set_transport("roce");
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	REQUIRE(ch);
+	struct rdma_cm_id *id;
+	/* UD is not there yet: refused clearly. */
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), -1);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	/* A non-blocking channel with nothing queued: EAGAIN. */
+	int fl = fcntl(ch->fd, F_GETFL);
+	REQUIRE(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0);
+	struct rdma_cm_event *e;
+	CHECK_EQ(rdma_get_cm_event(ch, &e), -1);
+	CHECK_EQ(errno, EAGAIN);
+	REQUIRE(fcntl(ch->fd, F_SETFL, fl) == 0);
+	/* Options: stored. */
+	uint8_t tos = 32;
+	int one = 1;
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)),
+		 0);
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)), 0);
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &tos, 1), 0);
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &one, sizeof(one)), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* Addresses: a non-local one cannot be bound; a link-local destination (no scope in a
+	 * GID) gives ADDR_ERROR. */
+	struct sockaddr_storage a = addr_of("192.0.2.222", 0);
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), -1);
+	CHECK_EQ(errno, EADDRNOTAVAIL);
+	a = addr_of("fe80::1", 7);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	e = expect(ch, RDMA_CM_EVENT_ADDR_ERROR, "link-local");
+	CHECK(e->status < 0);
+	rdma_ack_cm_event(e);
+	CHECK_EQ(rdma_resolve_route(id, 1000), -1); /* no address: EINVAL */
+	/* 127.0.0.1 is on roce_lo and iwarp_lo: SOFTRDMA_TRANSPORT decides. */
+	a = addr_of("127.0.0.1", 0);
+	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "roce_lo"));
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), -1); /* bound already */
+	int n = 0;
+	struct ibv_context **devs = rdma_get_devices(&n);
+	REQUIRE(devs && n >= 2);
+	bool found = false;
+	for (int i = 0; i < n; i++)
+		found |= devs[i] == id->verbs;
+	CHECK(found); /* one context per device and process, shared */
+	CHECK(devs[n] == NULL);
+	rdma_free_devices(devs);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	setenv("SOFTRDMA_TRANSPORT", "iwarp", 1);
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "iwarp_lo"));
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	set_transport("roce");
+	CHECK(!strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"));
+	CHECK(!strcmp(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT"));
+
+	/* rdma_destroy_id waits until the id's events are acked; rdma_migrate_id moves a
+	 * listener's events to another channel. */
+	struct listener l;
+	listen_on(&l, "127.0.0.1");
+	struct rdma_event_channel *ch2 = rdma_create_event_channel();
+	REQUIRE(ch2 && rdma_migrate_id(l.id, ch2) == 0);
+	CHECK(l.id->channel == ch2);
+	struct rdma_event_channel *cch;
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", l.port);
+	struct side c = {0};
+	side_setup(&c, cid);
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	e = expect(ch2, RDMA_CM_EVENT_CONNECT_REQUEST, "migrated listener");
+	CHECK(next_event(l.ch, 50) == NULL);
+	rdma_reject(e->id, NULL, 0);
+	rdma_destroy_id(e->id);
+	struct destroyer d = {.id = l.id};
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, destroy_main, &d) == 0);
+	usleep(100000);
+	CHECK(!d.done); /* the CONNECT_REQUEST (the listener's) is not acked yet */
+	rdma_ack_cm_event(e);
+	pthread_join(t, NULL);
+	CHECK(d.done);
+	expect_ack(cch, RDMA_CM_EVENT_REJECTED, "client");
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(ch2);
+	rdma_destroy_event_channel(l.ch);
+
+	/* Events an id never handed out go with it: nothing is left for the channel. */
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	a = addr_of("127.0.0.1", 9);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	CHECK_EQ(rdma_destroy_id(id), 0); /* ADDR_RESOLVED never retrieved: no wait */
+	REQUIRE(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0);
+	CHECK_EQ(rdma_get_cm_event(ch, &e), -1);
+	CHECK_EQ(errno, EAGAIN);
+	rdma_destroy_event_channel(ch);
+
+	/* A thread waiting in rdma_get_cm_event keeps waiting when the channel is destroyed
+	 * under it (as on a kernel rdma_cm fd; Debian's rping does this, then exits): it must
+	 * not wake up with an error. It is left waiting (detached). */
+	static struct blocked_reader br;
+	br.ch = rdma_create_event_channel();
+	REQUIRE(br.ch);
+	REQUIRE(pthread_create(&t, NULL, blocked_reader_main, &br) == 0);
+	pthread_detach(t);
+	usleep(50000);
+	rdma_destroy_event_channel(br.ch);
+	usleep(100000);
+	CHECK(!br.returned);
+}
+
+int main(int argc, char **argv)
+{
+	self_exe = "/proc/self/exe";
+	setenv("SOFTRDMA_CM_TIMEOUT", "2000", 0);
+	setenv("SOFTRDMA_QUIET", "1", 0);
+	if (argc > 1 && !strcmp(argv[1], "--peer"))
+		return peer_main(argc, argv);
+	/* The real path, for the peers (/proc/self/exe is the peer itself once exec'd). */
+	static char exe[4096];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	REQUIRE(k > 0);
+	exe[k] = 0;
+	self_exe = exe;
+	alarm(120); /* a hang is a failure, not a stuck CI */
+
+	test_codec();
+	test_addrinfo();
+	test_api();
+	test_wildcard();
+	static const char *const transports[] = {"roce", "iwarp"};
+	for (int i = 0; i < 2; i++) {
+		set_transport(transports[i]);
+		printf("%s (%s):\n", transports[i], dev_name);
+		uint64_t t0 = now_ms();
+		test_connect("127.0.0.1");
+		test_connect("::1");
+		test_reject();
+		test_no_listener();
+		test_silent_peer();
+		test_garbage();
+		test_peer_killed();
+		test_sync_api();
+		printf("  %s: %llu ms\n", transports[i], (unsigned long long)(now_ms() - t0));
+	}
+	return check_exit();
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Debian's rdma_cm programs, unmodified, on softrdma's rdma_cm (`softrdma run`, the drop-in
+# librdmacm.so.1 over the rdma_cm in libibverbs.so.1), server and client on loopback, over
+# RoCEv2 (roce_lo, the default) and iWARP (--transport iwarp: iwarp_lo):
+#   rping (-C 10 -v, every ping checked; -q self-managed QPs on RoCE), ucmatose (1 and 2
+#   connections), rdma_server / rdma_client (the synchronous API), perftest with -R
+#   (ib_send_lat, ib_write_bw, ib_read_lat, ib_send_bw: sane figures), and udaddy (UD, not
+#   supported yet: must fail cleanly, no hang).
+# Every run must exit 0 (udaddy: a clean non-zero exit); every process is bounded by timeout and
+# only our own PIDs are killed. Skips (77) if rdmacm-utils or perftest are missing. In a
+# sanitizer build the library runs under ASan (preloaded), as in test_dropin.sh.
+set -u
+build=${1:?build directory}
+for p in rping ucmatose rdma_server rdma_client udaddy ib_send_lat ib_write_bw ib_read_lat \
+	ib_send_bw; do
+	command -v "$p" >/dev/null || { echo "SKIP: $p not installed (scripts/install-deps.sh)"; exit 77; }
+done
+[ -x "$build/softrdma" ] && [ -e "$build/lib/librdmacm.so.1" ] || {
+	echo "FAIL: $build/softrdma or $build/lib/librdmacm.so.1 missing (build first)"; exit 1; }
+if grep -q "SOFTRDMA_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
+	export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+	export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 # the programs' own leaks are not ours
+fi
+dir=$(mktemp -d)
+srv=
+trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT
+fail=0 runs=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# One server/client pair. $1 transport, $2 label, $3 awk program that exits 0 when the
+# outputs are sane (file names: server output first, then the client's), $4 expected outcome
+# (ok, or fail: a clean failure), $5 server command, $6 client command; PORT in the commands
+# becomes a random port.
+pair() {
+	local tr=$1 label=$2 check=$3 want=$4 scmd=$5 ccmd=$6
+	local port=$((20000 + RANDOM % 20000))
+	runs=$((runs + 1))
+	local t0=$(date +%s%N)
+	timeout 60 "$build/softrdma" run --transport "$tr" -- ${scmd//PORT/$port} >"$dir/srv" 2>&1 &
+	srv=$!
+	sleep 0.3
+	timeout 60 "$build/softrdma" run --transport "$tr" -- ${ccmd//PORT/$port} >"$dir/cli" 2>&1
+	local rc=$?
+	if [ "$want" = fail ]; then
+		kill "$srv" 2>/dev/null
+	fi
+	wait "$srv"
+	local rs=$?
+	srv=
+	local ms=$((($(date +%s%N) - t0) / 1000000))
+	if [ "$want" = fail ]; then
+		# A clean failure: an exit status, not a signal or a timeout.
+		if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
+			bad "$tr $label: expected a clean failure, got client $rc"
+			tail -5 "$dir/cli"
+		else
+			echo "ok   $tr $label (fails cleanly, exit $rc: $(grep -i -m1 'error\|fail\|support' "$dir/cli" | tr -s ' ' | cut -c1-60)) ${ms} ms"
+		fi
+		return
+	fi
+	if [ $rc -ne 0 ] || [ $rs -ne 0 ]; then
+		bad "$tr $label: client exit $rc, server exit $rs"
+		sed 's/^/  client: /' "$dir/cli" | tail -8
+		sed 's/^/  server: /' "$dir/srv" | tail -8
+		return
+	fi
+	if ! awk "$check" "$dir/srv" "$dir/cli" >/dev/null; then
+		bad "$tr $label: the output is not what it should be"
+		sed 's/^/  client: /' "$dir/cli" | tail -6
+		sed 's/^/  server: /' "$dir/srv" | tail -6
+		return
+	fi
+	echo "ok   $tr $label: $(awk "$check" SHOW=1 "$dir/srv" "$dir/cli") (${ms} ms)"
+}
+
+# rping -v: the client prints every ping it got back, the server every ping it read; 10 each,
+# with the right counter and payload start.
+rping_ok='FNR == 1 {f++} f == 1 && /^server ping data: rdma-ping-[0-9]+: / {s++} f == 2 && /^ping data: rdma-ping-[0-9]+: [A-z]/ {c++; last = $3}
+	END { if (SHOW) print c " pings back, " s " read by the server"; exit !(s == 10 && c == 10 && last == "rdma-ping-9:") }'
+# ucmatose: both end with "return status 0" after their data transfers.
+ucma_ok='FNR == 1 {f++} /data transfers complete/ {d[f]++} /return status 0/ {r[f]++}
+	END { if (SHOW) print "data transfers complete, status 0 on both sides"; exit !(d[1] && d[2] && r[1] && r[2]) }'
+rdma_ok='/rdma_server: end 0/ {s++} /rdma_client: end 0/ {c++} END { if (SHOW) print "end 0 on both sides"; exit !(s && c) }'
+# perftest: the line after the header (#bytes ...) has numbers; the checked column > 0.
+lat_ok='FNR == 1 {f++; h = 0} f == 2 && /#bytes/ {h=1; next} f == 2 && h && NF >= 6 && $1 ~ /^[0-9]+$/ { if (SHOW) print $1 " B: typical " $5 " us"; ok = ($5 + 0 > 0); exit } END {exit !ok}'
+bw_ok='FNR == 1 {f++; h = 0} f == 2 && /#bytes/ {h=1; next} f == 2 && h && NF >= 4 && $1 ~ /^[0-9]+$/ { if (SHOW) print $1 " B: " $4 " MB/s average"; ok = ($4 + 0 > 0); exit } END {exit !ok}'
+
+for tr in roce iwarp; do
+	dev=${tr}_lo
+	pair "$tr" "rping -C 10 -v" "$rping_ok" ok \
+		"rping -s -a 127.0.0.1 -p PORT -C 10 -v" "rping -c -a 127.0.0.1 -p PORT -C 10 -v"
+	if [ "$tr" = roce ]; then
+		pair "$tr" "rping -q (self-managed QPs)" "$rping_ok" ok \
+			"rping -s -q -a 127.0.0.1 -p PORT -C 10 -v" \
+			"rping -c -q -a 127.0.0.1 -p PORT -C 10 -v"
+	else
+		echo "note $tr rping -q: self-managed QPs are not supported over iWARP (rdma_connect: EOPNOTSUPP; rping then waits in its own error path)"
+	fi
+	pair "$tr" "ucmatose" "$ucma_ok" ok "ucmatose -p PORT" "ucmatose -s 127.0.0.1 -p PORT"
+	pair "$tr" "ucmatose -c 2" "$ucma_ok" ok "ucmatose -p PORT -c 2" \
+		"ucmatose -s 127.0.0.1 -p PORT -c 2"
+	pair "$tr" "rdma_server / rdma_client" "$rdma_ok" ok "rdma_server -p PORT" \
+		"rdma_client -s 127.0.0.1 -p PORT"
+	pair "$tr" "ib_send_lat -R" "$lat_ok" ok "ib_send_lat -R -d $dev -p PORT -n 500" \
+		"ib_send_lat -R -d $dev -p PORT -n 500 127.0.0.1"
+	pair "$tr" "ib_write_bw -R" "$bw_ok" ok "ib_write_bw -R -d $dev -p PORT -n 500" \
+		"ib_write_bw -R -d $dev -p PORT -n 500 127.0.0.1"
+	pair "$tr" "ib_read_lat -R" "$lat_ok" ok "ib_read_lat -R -d $dev -p PORT -n 500" \
+		"ib_read_lat -R -d $dev -p PORT -n 500 127.0.0.1"
+	pair "$tr" "ib_send_bw -R" "$bw_ok" ok "ib_send_bw -R -d $dev -p PORT -n 500" \
+		"ib_send_bw -R -d $dev -p PORT -n 500 127.0.0.1"
+	# (udaddy's -p is the port space; it fails at rdma_create_id(RDMA_PS_UDP), before its
+	# fixed port 7174 is used.)
+	pair "$tr" "udaddy (UD)" "" fail "udaddy" "udaddy -s 127.0.0.1"
+done
+echo "$runs program pairs, $fail failed"
+[ $fail -eq 0 ]
