@@ -618,7 +618,8 @@ static void run_timers(struct core_ctx *c, uint64_t now)
 				next = d;
 		}
 	}
-	c->next_deadline = next;
+	__atomic_store_n(&c->next_deadline, next,
+			 __ATOMIC_RELAXED); /* the thread reads it unlocked */
 }
 
 static void kick_thread_if_late(struct core_ctx *c)
@@ -718,13 +719,16 @@ static void *progress_main(void *arg)
 			nap = APP_GRACE_NS;
 		}
 		arm_socket(c, !app_active);
-		core_lock(c);
-		uint64_t deadline = c->next_deadline;
-		core_unlock(c);
-		uint64_t wake = now + (app_active ? last + nap - now : MAX_SLEEP_NS);
-		if (deadline < wake)
+		/* Read without the lock: waiting for it here would queue the thread behind
+		 * every poll of a busy application (and make each of its unlocks a wake-up). */
+		uint64_t deadline = __atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED);
+		/* A polling application runs the timers itself: only check back after a nap. */
+		uint64_t wake = app_active ? now + nap : MAX_SLEEP_NS + now;
+		if (!app_active && deadline < wake)
 			wake = deadline;
-		atomic_store_explicit(&c->thread_wake_at, wake, memory_order_relaxed);
+		/* 0: no kicks for earlier deadlines while the application polls (it runs them). */
+		atomic_store_explicit(&c->thread_wake_at, app_active ? 0 : wake,
+				      memory_order_relaxed);
 		struct timespec ts = {0, 0};
 		if (wake > now) {
 			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
@@ -748,28 +752,33 @@ static void *progress_main(void *arg)
 		if (atomic_load(&c->stop))
 			break;
 		now = core_now_ns();
+		deadline = __atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED);
 		if (now - atomic_load_explicit(&c->last_app_poll, memory_order_relaxed) <
 		    APP_GRACE_NS) {
 			/* The application is polling and moves packets itself: never make it wait
-			 * for the lock; only step in for timers it has not run. */
-			if (pthread_mutex_trylock(&c->lock) != 0)
+			 * for the lock; only step in for a timer it has left overdue for a nap. */
+			if (deadline + nap > now || pthread_mutex_trylock(&c->lock) != 0)
 				continue;
-			if (c->next_deadline <= now)
-				core_progress(c);
+			core_progress(c);
 			core_unlock(c);
 			continue;
 		}
-		/* The application may come back any moment: take the lock for one pass at a
-		 * time and never wait for it (whoever holds it is moving packets). */
-		for (int i = 0; i < 64; i++) {
+		/* The application is away (computing, blocked, or spinning on memory as an RDMA
+		 * WRITE target does): we move the packets. The first pass waits for the lock -
+		 * the socket stays readable until someone reads it, so giving up would only spin
+		 * (whoever holds it is about to release it). Further passes only while nobody
+		 * else wants it. */
+		core_lock(c);
+		bool did = core_progress(c);
+		core_unlock(c);
+		for (int i = 0; did && i < 63; i++) {
 			if (pthread_mutex_trylock(&c->lock) != 0)
 				break;
-			bool did = core_progress(c);
+			did = core_progress(c);
 			core_unlock(c);
-			if (!did)
-				break;
-			nap = APP_GRACE_NS / 2; /* we are the one moving packets: stay responsive */
 		}
+		if (did)
+			nap = APP_GRACE_NS / 2; /* we are the one moving packets: stay responsive */
 	}
 	return NULL;
 }
