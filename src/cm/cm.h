@@ -92,7 +92,6 @@
 #define CM_IW_PD_MAX	 (IW_MPA_PD_MAX_SIW - IW_MPA_V2_LEN) /* 252: what siw accepts */
 #define CM_REQ_WAIT_NS	 5000000000ull /* an accepted connection sends its request within */
 #define CM_LINGER_NS	 2000000000ull /* last bytes (REJ, Reject, DREP) get this long */
-#define CM_HS_BUF	 2048
 /* RoCE (interim transport): a refused TCP connection is tried again for this long before it
  * counts as REJECTED (IB_CM_REJ_INVALID_SERVICE_ID), every CM_REFUSED_STEP_NS. A kernel CM
  * resolves the address and route asynchronously before its REQ leaves, which gives a server

@@ -42,56 +42,12 @@ static uint8_t cap8(unsigned v)
 	return (uint8_t)(v < 255 ? v : 255);
 }
 
-/* One non-blocking step of the MPA exchange (as core's iwp_hs_step, on the CM thread): sends
- * what is due, reads what came, runs the timer. Returns 1 when the handshake needs the ULP
- * (responder: REQ_RCVD) or is ESTABLISHED with every byte sent (stream bytes behind it in
- * left[0..*nleft), CM_HS_BUF bytes); 0 when it waits (id->ev); or the handshake's error. */
+/* One non-blocking step of the MPA exchange on the CM thread (core's iwp_hs_step): 1 when
+ * the handshake needs the ULP or is established (stream bytes behind it in left[0..*nleft)),
+ * 0 when it waits for id->ev, or the handshake's error. */
 static int step(struct cm_id *id, uint64_t now, uint8_t *left, size_t *nleft)
 {
-	struct iw_conn *c = id->iw;
-	uint8_t buf[CM_HS_BUF];
-	for (;;) {
-		const uint8_t *d;
-		size_t n;
-		while ((n = iw_conn_tx_peek(c, &d)) > 0) {
-			ssize_t r = io_tcp_send(id->tcp, d, n);
-			if (r == -EAGAIN || r == 0)
-				break;
-			if (r < 0) {
-				if (iw_conn_state(c) == IW_CONN_ESTABLISHED)
-					return (int)r;
-				iw_conn_llp_error(c, (int)r);
-				break;
-			}
-			iw_conn_tx_advance(c, (size_t)r);
-		}
-		enum iw_conn_state st = iw_conn_state(c);
-		if (st == IW_CONN_REJECTED || st == IW_CONN_FAILED)
-			return iw_conn_error(c) ? iw_conn_error(c) : -ECONNABORTED;
-		if (st == IW_CONN_REQ_RCVD || (st == IW_CONN_ESTABLISHED && iw_conn_tx_ready(c)))
-			return 1;
-		if (!iw_conn_rx_done(c)) {
-			ssize_t r = io_tcp_recv(id->tcp, buf, sizeof(buf));
-			if (r > 0) {
-				size_t used = 0;
-				iw_conn_input(c, buf, (size_t)r, now, &used);
-				if (iw_conn_rx_done(c) && used < (size_t)r) {
-					memcpy(left, buf + used, (size_t)r - used);
-					*nleft = (size_t)r - used;
-				}
-				continue;
-			}
-			if (r != -EAGAIN) {
-				iw_conn_llp_error(c, (int)(r == 0 ? -ECONNRESET : r));
-				continue;
-			}
-		}
-		if (iw_conn_tick(c, now) < 0)
-			continue;
-		id->ev = (short)((iw_conn_rx_done(c) ? 0 : POLLIN) |
-				 (iw_conn_tx_peek(c, NULL) ? POLLOUT : 0));
-		return 0;
-	}
+	return iwp_hs_step(id->tcp, id->iw, now, left, nleft, &id->ev);
 }
 
 /* The handshake failed: what it still has to say (a Reject, a Terminate) goes out, then the
@@ -266,7 +222,7 @@ bool cm_iw_incoming(struct cm_id *id, uint64_t now, uint64_t *wake)
 		iw_conn_input(id->iw, id->rx, id->rx_len, now, &used);
 		id->rx_len = 0;
 	}
-	uint8_t left[CM_HS_BUF];
+	uint8_t left[IWP_HS_BUF];
 	size_t nleft = 0;
 	int st = step(id, now, left, &nleft);
 	if (st == 0) {
@@ -329,7 +285,7 @@ void cm_iw_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 	}
 	if (!id->tcp || !id->iw)
 		return;
-	uint8_t left[CM_HS_BUF];
+	uint8_t left[IWP_HS_BUF];
 	size_t nleft = 0;
 	int st;
 	switch (id->state) {
@@ -385,7 +341,7 @@ int cm_iw_accept(struct cm_id *id, const struct rdma_conn_param *p)
 	if (r < 0)
 		return r == -EMSGSIZE ? -EINVAL : r;
 	id->state = CM_ACCEPTING;
-	uint8_t left[CM_HS_BUF];
+	uint8_t left[IWP_HS_BUF];
 	size_t nleft = 0;
 	int st = step(id, now, left, &nleft);
 	if (st < 0)

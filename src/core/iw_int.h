@@ -12,9 +12,6 @@
 #include "engine/iw_conn.h"
 #include "io/tcp.h"
 
-/* The largest handshake read: stream bytes after it go to the QP (`left`). */
-#define HS_BUF 2048
-
 enum conn_phase {
 	PH_OPEN,     /* the QP owns the stream */
 	PH_DRAINING, /* our last bytes (a Terminate) are out and writing is shut down: input is
@@ -55,14 +52,6 @@ struct iwp {
 	uint8_t discard[4096];
 	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
 };
-
-/* One non-blocking step of the MPA exchange on tcp: sends what is due, reads what has come,
- * runs the timer. Returns 1 when the handshake needs the ULP (responder: REQ_RCVD) or is
- * established with every byte sent (stream bytes that followed it are in left[0..*nleft),
- * left has HS_BUF bytes); 0 when it must wait for the socket (*events: POLLIN / POLLOUT)
- * or iw_conn_deadline; or the handshake's error. Any thread; c and tcp are the caller's. */
-int iwp_hs_step(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t now, uint8_t *left,
-		size_t *nleft, short *events);
 
 /* Under the lock: the handshake c on tcp is done; qp (INIT or RTR) takes over the stream
  * (RTS, attributes from MPA) and joins the loop. Takes tcp in every case (reset on failure).

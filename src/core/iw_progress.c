@@ -453,7 +453,7 @@ static int wait_fd(int fd, short events, uint64_t until)
 int iwp_hs_step(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t now, uint8_t *left,
 		size_t *nleft, short *events)
 {
-	uint8_t buf[HS_BUF];
+	uint8_t buf[IWP_HS_BUF];
 	for (;;) {
 		const uint8_t *d;
 		size_t n;
@@ -662,7 +662,7 @@ int iwp_accept(struct iwp *p, struct iw_qp *qp, int timeout_ms)
 	struct iw_conn c;
 	struct iw_conn_cfg cfg = {
 	    .role = IW_CONN_RESPONDER, .crc = p->crc, .max_ird = IW_MAX_IRD, .max_ord = IW_MAX_ORD};
-	uint8_t left[HS_BUF];
+	uint8_t left[IWP_HS_BUF];
 	size_t nleft = 0;
 	ret = iw_conn_init(&c, &cfg, core_now_ns());
 	if (ret == 0)
@@ -705,7 +705,7 @@ int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_
 				  .ord = IW_MAX_ORD,
 				  .max_ird = IW_MAX_IRD,
 				  .max_ord = IW_MAX_ORD};
-	uint8_t left[HS_BUF];
+	uint8_t left[IWP_HS_BUF];
 	size_t nleft = 0;
 	ret = iw_conn_init(&c, &cfg, core_now_ns());
 	if (ret == 0)

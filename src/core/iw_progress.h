@@ -85,6 +85,17 @@ int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
  * next send), for softrdma_query_counters. Under the lock. */
 void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg);
 
+/* The largest handshake read: stream bytes after it go to the QP (`left`). */
+#define IWP_HS_BUF 2048
+
+/* One non-blocking step of the MPA exchange on tcp: sends what is due, reads what has come,
+ * runs the timer. Returns 1 when the handshake needs the ULP (responder: REQ_RCVD) or is
+ * established with every byte sent (stream bytes that followed it are in left[0..*nleft),
+ * left has IWP_HS_BUF bytes); 0 when it must wait for the socket (*events: POLLIN / POLLOUT)
+ * or iw_conn_deadline; or the handshake's error. Any thread; c and tcp are the caller's. */
+int iwp_hs_step(struct io_tcp_conn *tcp, struct iw_conn *c, uint64_t now, uint8_t *left,
+		size_t *nleft, short *events);
+
 /* For rdma_cm (src/cm), which runs the MPA exchange itself (with the application's private
  * data) on a connection it made: under the lock, qp (INIT or RTR) takes over tcp, whose
  * handshake c has ended ESTABLISHED with every byte sent (iw_conn_tx_ready); left[0..nleft)

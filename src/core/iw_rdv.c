@@ -550,7 +550,7 @@ static bool in_run(struct iwp_rdv *r, struct rdv_in *in, uint64_t now, uint64_t 
 		CNT(r, drop_other);
 		return true; /* its QP went away meanwhile */
 	}
-	uint8_t left[HS_BUF];
+	uint8_t left[IWP_HS_BUF];
 	size_t nleft = 0;
 	short ev = 0;
 	int st = iwp_hs_step(in->tcp, &in->c, now, left, &nleft, &ev);
@@ -649,7 +649,7 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 		}
 		ac->hs = true;
 	}
-	uint8_t left[HS_BUF];
+	uint8_t left[IWP_HS_BUF];
 	size_t nleft = 0;
 	short ev = 0;
 	int st = iwp_hs_step(ac->tcp, &ac->c, now, left, &nleft, &ev);
