@@ -55,12 +55,10 @@ struct iwp {
 
 /* Under the lock: the handshake c on tcp is done; qp (INIT or RTR) takes over the stream
  * (RTS, attributes from MPA) and joins the loop. Takes tcp in every case (reset on failure).
- * Returns 0, or -EINVAL (the QP was modified meanwhile), -ENOMEM, ... */
+ * lenient: the connection takes auto-connect's semantics (lenient_eof above). Returns 0, or
+ * -EINVAL (the QP was modified meanwhile), -ENOMEM, ... */
 int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
-			 const struct iw_conn *c, const uint8_t *left, size_t nleft);
-
-/* Under the lock: qp's connection takes the auto-connect semantics (lenient_eof). */
-void iwp_conn_set_lenient(struct iwp *p, struct iw_qp *qp);
+			 const struct iw_conn *c, const uint8_t *left, size_t nleft, bool lenient);
 
 /* Under the lock: the data-path thread and its epoll set, if not yet there. */
 int iwp_start_thread(struct iwp *p);

@@ -89,13 +89,6 @@ static void set_events(struct iwp *p, struct iwp_conn *k, uint32_t ev)
 	k->events = ev;
 }
 
-void iwp_conn_set_lenient(struct iwp *p, struct iw_qp *qp)
-{
-	for (struct iwp_conn *k = p->conns; k; k = k->next)
-		if (k->qp == qp)
-			k->lenient_eof = true;
-}
-
 static void conn_free(struct iwp *p, struct iwp_conn *k, bool reset)
 {
 	if (k->in_epoll)
@@ -530,7 +523,7 @@ static void hs_fail_close(struct io_tcp_conn *tcp)
 }
 
 int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
-			 const struct iw_conn *c, const uint8_t *left, size_t nleft)
+			 const struct iw_conn *c, const uint8_t *left, size_t nleft, bool lenient)
 {
 	struct iw_conn_info info;
 	iw_conn_info(c, &info);
@@ -542,6 +535,7 @@ int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tc
 	}
 	k->qp = qp;
 	k->tcp = tcp;
+	k->lenient_eof = lenient;
 	uint64_t now = core_now_ns();
 	int ret = -EINVAL;
 	if (iw_qp_state(qp) != IBV_QPS_INIT && iw_qp_state(qp) != IBV_QPS_RTR)
@@ -596,7 +590,7 @@ fail:
 int iwp_adopt_conn(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
 		   const struct iw_conn *c, const uint8_t *left, size_t nleft)
 {
-	return iwp_establish_locked(p, qp, tcp, c, left, nleft);
+	return iwp_establish_locked(p, qp, tcp, c, left, nleft, false);
 }
 
 int iwp_crc(const struct iwp *p)
@@ -609,7 +603,7 @@ static int establish(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
 		     const struct iw_conn *c, const uint8_t *left, size_t nleft)
 {
 	core_lock(p->core);
-	int ret = iwp_establish_locked(p, qp, tcp, c, left, nleft);
+	int ret = iwp_establish_locked(p, qp, tcp, c, left, nleft, false);
 	core_unlock(p->core);
 	return ret;
 }

@@ -572,12 +572,11 @@ static bool in_run(struct iwp_rdv *r, struct rdv_in *in, uint64_t now, uint64_t 
 	}
 	struct io_tcp_conn *tcp = in->tcp;
 	in->tcp = NULL;
-	if (iwp_establish_locked(r->p, ac->qp, tcp, &in->c, left, nleft) < 0) {
+	/* Auto-connected: RoCE's semantics when the peer QP goes away (iw_int.h). */
+	if (iwp_establish_locked(r->p, ac->qp, tcp, &in->c, left, nleft, true) < 0)
 		iw_qp_conn_failed(ac->qp, now);
-	} else {
-		iwp_conn_set_lenient(r->p, ac->qp);
+	else
 		CNT(r, established_passive);
-	}
 	ac->done = true;
 	return true;
 }
@@ -666,12 +665,10 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 	}
 	struct io_tcp_conn *tcp = ac->tcp;
 	ac->tcp = NULL;
-	if (iwp_establish_locked(r->p, ac->qp, tcp, &ac->c, left, nleft) < 0) {
+	if (iwp_establish_locked(r->p, ac->qp, tcp, &ac->c, left, nleft, true) < 0)
 		iw_qp_conn_failed(ac->qp, now);
-	} else {
-		iwp_conn_set_lenient(r->p, ac->qp);
+	else
 		CNT(r, established_active);
-	}
 	return true;
 }
 
