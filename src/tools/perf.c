@@ -361,40 +361,40 @@ static int scale(uint64_t v, uint64_t mult, uint64_t *out)
 	return 0;
 }
 
-/* Bytes: 64, 4K, 4KB, 4KiB, 1M, 8MiB, 1G (binary multiples, any case), 2B. */
-static int parse_bytes(const char *s, uint64_t *out)
+struct unit {
+	const char *suffix;
+	uint64_t mult;
+};
+
+/* An unsigned integer with one of units' suffixes (any case), scaled without overflow. */
+static int parse_units(const char *s, const struct unit *units, size_t n, uint64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {{"", 1},	       {"b", 1},	 {"k", 1 << 10},   {"kb", 1 << 10},
-		     {"kib", 1 << 10}, {"m", 1 << 20},	 {"mb", 1 << 20},  {"mib", 1 << 20},
-		     {"g", 1u << 30},  {"gb", 1u << 30}, {"gib", 1u << 30}};
 	uint64_t v;
 	const char *rest;
 	if (parse_uint(s, &v, &rest))
 		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+	for (size_t i = 0; i < n; i++)
 		if (!strcasecmp(rest, units[i].suffix))
 			return scale(v, units[i].mult, out);
 	return -1;
 }
 
+/* Bytes: 64, 4K, 4KB, 4KiB, 1M, 8MiB, 1G (binary multiples, any case), 2B. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	static const struct unit units[] = {{"", 1},	      {"b", 1},		{"k", 1 << 10},
+					    {"kb", 1 << 10},  {"kib", 1 << 10}, {"m", 1 << 20},
+					    {"mb", 1 << 20},  {"mib", 1 << 20}, {"g", 1u << 30},
+					    {"gb", 1u << 30}, {"gib", 1u << 30}};
+	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
+}
+
 /* Counts: 1000, 10k, 2M (decimal multiples). */
 static int parse_count(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {{"", 1}, {"k", 1000}, {"m", 1000000}, {"g", 1000000000}};
-	uint64_t v;
-	const char *rest;
-	if (parse_uint(s, &v, &rest))
-		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcasecmp(rest, units[i].suffix))
-			return scale(v, units[i].mult, out);
-	return -1;
+	static const struct unit units[] = {
+	    {"", 1}, {"k", 1000}, {"m", 1000000}, {"g", 1000000000}};
+	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
 }
 
 /* Seconds: 5, 2.5, 2.5s, 500ms, 100us, 1min. */
