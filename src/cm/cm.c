@@ -486,47 +486,73 @@ static struct cm_event *channel_pop(struct cm_channel *ch)
 	return e;
 }
 
+/* A thread cancelled in rdma_get_cm_event (in recv or pause) leaves as a reader. */
+static void reader_cancelled(void *arg)
+{
+	struct cm_channel *ch = arg;
+	cm_lock();
+	if (--ch->readers == 0 && ch->dead)
+		channel_release(ch);
+	cm_unlock();
+}
+
 int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	if (!channel || !event)
 		return fail(EINVAL);
 	struct cm_channel *ch = (struct cm_channel *)channel;
+	/* While this thread is in here it counts as a reader: the channel (and its fd) outlive
+	 * an rdma_destroy_event_channel until the last reader has left. */
+	cm_lock();
+	ch->readers++;
 	for (;;) {
 		char b;
-		cm_lock();
-		ch->readers++;
 		cm_unlock();
 		/* Blocks unless the application made the fd non-blocking (then EAGAIN). */
-		ssize_t n = recv(ch->ch.fd, &b, 1, 0);
+		ssize_t n;
+		pthread_cleanup_push(reader_cancelled, ch);
+		n = recv(ch->ch.fd, &b, 1, 0);
+		pthread_cleanup_pop(0);
 		int err = errno;
 		cm_lock();
-		ch->readers--;
 		if (ch->dead) {
-			if (!ch->readers)
+			/* rdma_destroy_event_channel ran while this thread was in here (librdmacm
+			 * 44's rping and others destroy the channel under their event thread). The
+			 * kernel's read stays blocked then (the file lives while a read is in it)
+			 * and so does this one: nothing is ever posted on a destroyed channel.
+			 * A non-blocking read gets what it would get there: EAGAIN. */
+			int fl = fcntl(ch->ch.fd, F_GETFL);
+			if (fl >= 0 && !(fl & O_NONBLOCK)) {
+				cm_unlock(); /* still a reader: the fd stays open */
+				pthread_cleanup_push(reader_cancelled, ch);
+				for (;;)
+					pause(); /* a cancellation point, as read() is */
+				pthread_cleanup_pop(0);
+			}
+			if (--ch->readers == 0)
 				channel_release(ch);
 			cm_unlock();
-			return fail(ENODEV);
+			return fail(EAGAIN);
 		}
-		struct cm_event *e = NULL;
-		if (n == 1) {
-			e = channel_pop(ch);
-			if (e) {
-				e->retrieved = true;
-				e->ch = NULL;
-				e->owner->ev_reported++;
-				if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
-					((struct cm_id *)e->ev.id)->listener = NULL;
-			}
-		}
-		cm_unlock();
+		struct cm_event *e = n == 1 ? channel_pop(ch) : NULL;
 		if (e) {
+			ch->readers--;
+			e->retrieved = true;
+			e->ch = NULL;
+			e->owner->ev_reported++;
+			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
+				((struct cm_id *)e->ev.id)->listener = NULL;
+			cm_unlock();
 			*event = &e->ev;
 			return 0;
 		}
 		if (n < 0 && err == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			ch->readers--;
+			cm_unlock();
 			return fail(n == 0 ? ENODEV : err);
+		}
 		/* A byte of an event purged by rdma_destroy_id: look again. */
 	}
 }

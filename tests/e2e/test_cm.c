@@ -1064,9 +1064,49 @@ static void *blocked_reader_main(void *arg)
 {
 	struct blocked_reader *b = arg;
 	struct rdma_cm_event *e;
-	rdma_get_cm_event(b->ch, &e);
-	b->returned = 1;
+	if (rdma_get_cm_event(b->ch, &e) == 0) {
+		rdma_ack_cm_event(e);
+		b->returned = 1;
+	} else {
+		b->returned = -1;
+	}
 	return NULL;
+}
+
+/* The race rping (librdmacm 44) runs at every exit: its event thread wakes for an event
+ * while the main thread destroys the id (the event goes) and then the channel. The reader
+ * gets the event or keeps waiting; it never wakes with an error (rping exits 255 on one). */
+static void test_destroy_race(void)
+{
+	int errors = 0, got = 0, blocked = 0;
+	for (int i = 0; i < 60; i++) {
+		static struct blocked_reader br;
+		br.ch = rdma_create_event_channel();
+		br.returned = 0;
+		REQUIRE(br.ch);
+		struct rdma_cm_id *id;
+		REQUIRE(rdma_create_id(br.ch, &id, NULL, RDMA_PS_TCP) == 0);
+		pthread_t t;
+		REQUIRE(pthread_create(&t, NULL, blocked_reader_main, &br) == 0);
+		usleep(3000); /* the reader is in rdma_get_cm_event (the channel is in use) */
+		struct sockaddr_storage a = addr_of("127.0.0.1", 9);
+		REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+		usleep((useconds_t)(i * 7 % 150)); /* around the moment ADDR_RESOLVED is posted */
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(br.ch);
+		usleep(20000);
+		if (br.returned == 0) {
+			blocked++;
+			pthread_cancel(t);
+		}
+		pthread_join(t, NULL);
+		got += br.returned == 1;
+		errors += br.returned == -1;
+	}
+	printf("  destroy race: %d events taken, %d readers left waiting, %d errors\n", got,
+	       blocked, errors);
+	CHECK_EQ(errors, 0);
+	CHECK_EQ(got + blocked, 60);
 }
 
 static void test_api(void)
@@ -1185,6 +1225,7 @@ static void test_api(void)
 	rdma_destroy_event_channel(br.ch);
 	usleep(100000);
 	CHECK(!br.returned);
+	test_destroy_race();
 }
 
 int main(int argc, char **argv)
