@@ -180,7 +180,7 @@ struct opts {
 	int gid_index;
 	int port;
 	long inline_size; /* -1: default */
-	bool gbits, histogram;
+	bool gbits, histogram, cdf;
 	const char *json;
 	double timeout_s;
 	const char *server;
@@ -226,6 +226,9 @@ struct perf {
 	uint64_t next_hb, next_chan;
 	uint64_t spins;
 	uint64_t poll_time; /* when the last non-empty poll returned */
+	/* CPU time of this process (all threads, the progress thread included) over the
+	 * current size's measurement, and the peer's, from its DONE. */
+	uint64_t cpu_start, cpu_ns, peer_cpu_ns;
 	/* latency samples */
 	double *samples;
 	uint64_t *stamps;
@@ -252,6 +255,24 @@ static uint64_t now_ns(void)
 }
 
 /* ---- messages ---- */
+
+/* CPU time of the whole process (user + system, every thread), in ns. */
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_begin(struct perf *pf)
+{
+	pf->cpu_start = cpu_now_ns();
+}
+
+static void cpu_end(struct perf *pf)
+{
+	pf->cpu_ns = cpu_now_ns() - pf->cpu_start;
+}
 
 static void vreport(struct perf *pf, const char *fmt, va_list ap)
 {
@@ -2061,6 +2082,7 @@ static int read_done(struct perf *pf, uint64_t *count)
 		return fail(pf, "protocol error: bad DONE from the %s", pf->peer);
 	for (uint32_t i = 0; i < n; i++)
 		pf->q[i].peer_count = r64(&r);
+	pf->peer_cpu_ns = r64(&r);
 	return r.bad ? fail(pf, "protocol error: short DONE from the %s", pf->peer) : 0;
 }
 
@@ -2073,6 +2095,7 @@ static int send_done(struct perf *pf, uint64_t msgs, uint64_t elapsed, double be
 	w32(&w, pf->nq);
 	for (uint32_t i = 0; i < pf->nq; i++)
 		w64(&w, pf->q[i].done);
+	w64(&w, pf->cpu_ns);
 	return chan_send(pf, M_DONE, w.b, w.len);
 }
 
@@ -2144,6 +2167,26 @@ static int lat_report(struct perf *pf, struct stats *st, uint64_t measured)
 		return fail(pf, "cannot format the JSON report");
 	struct strbuf j = {0};
 	sb_add(&j, "%.*s, \"jitter\": %.2f", n - 1, json, jitter / 1000.0);
+	if (measured)
+		sb_add(&j, ", \"cpu_client_us\": %.3f, \"cpu_server_us\": %.3f",
+		       (double)pf->cpu_ns / 1e3 / (double)measured,
+		       (double)pf->peer_cpu_ns / 1e3 / (double)measured);
+	if (pf->o.cdf && !pf->p.compat) {
+		/* The distribution for plots: [usec, fraction of samples <= usec] at every
+		 * percent, then finer in the tail (99.1 .. 99.9, 99.99) and the maximum. */
+		static const double tail[] = {99.2, 99.4, 99.6, 99.8, 99.9, 99.95, 99.99};
+		double v;
+		sb_add(&j, ", \"cdf\": [");
+		for (int k = 0; k <= 99; k++) {
+			stats_percentile(st, k, &v);
+			sb_add(&j, "%s[%.3f, %.4f]", k ? ", " : "", v / 1000.0, k / 100.0);
+		}
+		for (size_t k = 0; k < sizeof(tail) / sizeof(tail[0]); k++) {
+			stats_percentile(st, tail[k], &v);
+			sb_add(&j, ", [%.3f, %.4f]", v / 1000.0, tail[k] / 100.0);
+		}
+		sb_add(&j, ", [%.3f, 1.0]]", stats_max(st) / 1000.0);
+	}
 	if (pf->o.histogram) {
 		struct stats_hist h;
 		stats_hist_build(st, &h);
@@ -2188,6 +2231,7 @@ static int lat_size(struct perf *pf, uint64_t size, size_t index)
 	bool active_server = pf->p.verb == V_SEND || pf->p.verb == V_WRITE;
 	if (!pf->client) {
 		uint64_t rounds = 0, count;
+		cpu_begin(pf);
 		if (active_server) {
 			int64_t r = lat_serve(pf);
 			if (r < 0)
@@ -2199,6 +2243,7 @@ static int lat_size(struct perf *pf, uint64_t size, size_t index)
 		}
 		if (read_done(pf, &count))
 			return -1;
+		cpu_end(pf); /* a passive server's library work (READ, atomics) until the DONE */
 		if (active_server && rounds != count)
 			return fail(pf, "the client counted %llu round trips, the server %llu",
 				    (unsigned long long)count, (unsigned long long)rounds);
@@ -2237,6 +2282,8 @@ static int lat_size(struct perf *pf, uint64_t size, size_t index)
 	pf->next_hb = now_ns() + HEARTBEAT_NS;
 	for (i = 0;; i++) {
 		uint64_t t0, t1;
+		if (i == 1)
+			cpu_begin(pf);
 		if (i == 1 && pf->p.duration_us)
 			deadline = now_ns() + pf->p.duration_us * 1000;
 		if (i > 0 && (deadline ? now_ns() >= deadline : i > pf->p.iters))
@@ -2251,6 +2298,7 @@ static int lat_size(struct perf *pf, uint64_t size, size_t index)
 		stats_add(&st, (double)(t1 - t0) / div);
 	}
 	uint64_t count = i, measured = count - 1;
+	cpu_end(pf);
 	/* The last message in full. */
 	if (pf->p.verb == V_SEND) {
 		struct msgfmt f = {.seed = peer_seed(pf)};
@@ -2281,6 +2329,7 @@ static int lat_size(struct perf *pf, uint64_t size, size_t index)
 	w64(&w, 0);
 	w32(&w, 1);
 	w64(&w, q->done);
+	w64(&w, pf->cpu_ns);
 	uint64_t peer_count;
 	if (chan_send(pf, M_DONE, w.b, w.len) || read_done(pf, &peer_count))
 		return -1;
@@ -2427,9 +2476,18 @@ static int bw_report(struct perf *pf, const struct bw_fig *me, const struct bw_f
 	/* #iterations as perftest prints it: -n per QP, or the messages counted with -D. */
 	r.iters = pf->p.duration_us ? me->msgs + (pf->p.bidir ? peer->msgs : 0) : pf->p.iters;
 	char line[256], json[512];
-	if (stats_format_bw_line(&r, line, sizeof(line)) < 0 ||
-	    stats_format_bw_json(&r, json, sizeof(json)) < 0)
+	int n = stats_format_bw_json(&r, json, sizeof(json));
+	if (stats_format_bw_line(&r, line, sizeof(line)) < 0 || n < 2)
 		return fail(pf, "cannot format the report");
+	/* CPU per message: each side's CPU time over its part of the run, divided by all the
+	 * messages of the run (both directions with -b). */
+	uint64_t msgs = me->msgs + (pf->p.bidir ? peer->msgs : 0);
+	if (msgs && snprintf(json + n - 1, sizeof(json) - (size_t)n + 1,
+			     ", \"cpu_client_us\": %.3f, \"cpu_server_us\": %.3f}",
+			     (double)pf->cpu_ns / 1e3 / (double)msgs,
+			     (double)pf->peer_cpu_ns / 1e3 / (double)msgs) >=
+			(int)(sizeof(json) - (size_t)n + 1))
+		return fail(pf, "JSON row too long");
 	emit_row(pf, line, json, "");
 	return send_row(pf, line, json, "");
 }
@@ -2468,6 +2526,7 @@ static int bw_size(struct perf *pf, uint64_t size, size_t index)
 			}
 		}
 	}
+	cpu_begin(pf);
 	if (!issuing && !receiving) { /* a passive target: the library serves the peer */
 		if (take_done(pf, &peer))
 			return -1;
@@ -2535,11 +2594,13 @@ static int bw_size(struct perf *pf, uint64_t size, size_t index)
 				me.elapsed_ns = 1;
 			double whole = (double)me.elapsed_ns / (double)me.msgs;
 			me.best_ns = best == 0 || whole < best ? whole : best;
+			cpu_end(pf);
 			if (send_done(pf, me.msgs, me.elapsed_ns, me.best_ns))
 				return -1;
 		}
 	}
 	if (!issuing) {
+		cpu_end(pf);
 		if (send_done(pf, 0, 0, 0))
 			return -1;
 	}
@@ -2795,7 +2856,11 @@ static void usage(enum test t, FILE *f)
 		      "posts, "
 		      "the 2\n"
 		      "                           largest dropped, stdev over whole microseconds\n"
-		      "      --histogram          a log2 histogram of the samples after each row\n",
+		      "      --histogram          a log2 histogram of the samples after each row\n"
+		      "      --cdf                the JSON rows get the latency distribution "
+		      "(\"cdf\":\n"
+		      "                           [usec, fraction] at every percentile and in the "
+		      "tail)\n",
 		      f);
 	fprintf(f,
 		"  -I, --inline_size BYTES  largest SEND/WRITE posted inline (default %d)\n"
@@ -2827,7 +2892,7 @@ static void usage(enum test t, FILE *f)
 	      f);
 }
 
-enum { O_GBITS = 256, O_JSON, O_HIST, O_TIMEOUT, O_COMPAT };
+enum { O_GBITS = 256, O_JSON, O_HIST, O_TIMEOUT, O_COMPAT, O_CDF };
 
 /* 0: run; 1: help shown (exit 0); 2: usage error (shown). */
 static int parse_args(struct perf *pf, int argc, char **argv)
@@ -2849,6 +2914,7 @@ static int parse_args(struct perf *pf, int argc, char **argv)
 					     {"report_gbits", no_argument, NULL, O_GBITS},
 					     {"json", required_argument, NULL, O_JSON},
 					     {"histogram", no_argument, NULL, O_HIST},
+					     {"cdf", no_argument, NULL, O_CDF},
 					     {"timeout", required_argument, NULL, O_TIMEOUT},
 					     {"perftest-compat", no_argument, NULL, O_COMPAT},
 					     {"help", no_argument, NULL, 'h'},
@@ -2966,6 +3032,9 @@ static int parse_args(struct perf *pf, int argc, char **argv)
 		case O_HIST:
 			o->histogram = true;
 			break;
+		case O_CDF:
+			o->cdf = true;
+			break;
 		case O_TIMEOUT:
 			if (parse_seconds(arg, &d))
 				goto bad_value;
@@ -3006,9 +3075,9 @@ static int parse_args(struct perf *pf, int argc, char **argv)
 		goto usage_hint;
 	}
 	o->server = optind < argc ? argv[optind] : NULL;
-	if (o->test == T_BW && (o->histogram || p->compat)) {
+	if (o->test == T_BW && (o->histogram || p->compat || o->cdf)) {
 		fprintf(stderr,
-			"softrdma bw: --histogram and --perftest-compat are latency options "
+			"softrdma bw: --histogram, --cdf and --perftest-compat are latency options "
 			"(softrdma lat)\n");
 		goto usage_hint;
 	}

@@ -87,6 +87,7 @@ usage_case "bandwidth options" lat -q 2
 usage_case "bandwidth options" lat -b
 usage_case "latency options" bw --histogram
 usage_case "latency options" bw --perftest-compat
+usage_case "latency options" bw --cdf
 usage_case "-a and -s exclude each other" lat -a -s 64
 usage_case "-n and -D exclude each other" bw -n 10 -D 1
 usage_case "one server address at most" lat 127.0.0.1 127.0.0.2
@@ -209,7 +210,7 @@ done
 # With --json -, stdout carries only the JSON document (the table goes to stderr).
 timeout 60 "$sr" lat -p $((port + 1)) >"$tmp/srv" 2>&1 &
 s=$!
-timeout 60 "$sr" lat -p $((port + 1)) -n 100 -s 4K --histogram --json - --verb write 127.0.0.1 \
+timeout 60 "$sr" lat -p $((port + 1)) -n 100 -s 4K --histogram --cdf --json - --verb write 127.0.0.1 \
 	>"$tmp/cli.json" 2>"$tmp/cli.err"
 rc=$?
 wait $s
@@ -227,6 +228,17 @@ assert d["test"] == "lat" and d["verb"] == "write" and d["statistics"] == "nativ
 assert r["MsgSize"] == 4096 and r["n_iterations"] == 100
 assert 0 < r["t_min"] <= r["t_typical"] <= r["t_max"] and r["jitter"] >= 0
 assert sum(b["count"] for b in r["histogram"]) == 100
+# --cdf: [usec, fraction] ascending from t_min to t_max; the median at 0.5
+cdf = r["cdf"]
+assert abs(cdf[0][0] - r["t_min"]) < 0.01 and cdf[0][1] == 0.0, cdf[0]
+assert abs(cdf[-1][0] - r["t_max"]) < 0.01 and cdf[-1][1] == 1.0, cdf[-1]
+assert all(a[0] <= b[0] and a[1] < b[1] for a, b in zip(cdf, cdf[1:]))
+p50, p51 = [v for v, f in cdf if f in (0.5, 0.51)] # the median lies between (even count)
+assert p50 - 0.01 <= r["t_typical"] <= p51 + 0.01, (p50, r["t_typical"], p51)
+# CPU per round trip on each side: positive, and a busy-polling client spends about its
+# whole round trip (half of it is the reported latency) on the CPU, not far more
+assert 0 < r["cpu_client_us"] and 0 < r["cpu_server_us"]
+assert r["cpu_client_us"] < 4 * 2 * r["t_avg"] + 50, (r["cpu_client_us"], r["t_avg"])
 ' "$tmp/cli.json"; then good; else bad "--json -: unexpected content"; fi
 expect_msg "--json -: the table on stderr" "$tmp/cli.err" '^ 4096 +100 '
 expect_msg "--histogram" "$tmp/cli.err" '^\[ +[0-9]+, +[0-9]+\) ns +[0-9]+ +[0-9.]+% #+$'
@@ -237,6 +249,7 @@ for f in sys.argv[1:]:
     d = json.load(open(f))
     r = d["results"][0]
     assert d["test"] == "bw" and r["unit"] == "Gb/sec" and r["BW_average"] > 0, f
+    assert r["cpu_client_us"] > 0 and r["cpu_server_us"] >= 0, r
 ' "$tmp/cli.json" "$tmp/srv.json" && good || bad "bw --json (both sides)"
 expect_msg "--report_gbits" "$tmp/cli" 'BW average\[Gb/sec\]'
 pair 0 0 "lat" lat -n 100 --perftest-compat &&
