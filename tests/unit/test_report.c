@@ -1,0 +1,498 @@
+/* tools/report: the HTML page of a compare result. On tests/data/compare_sample.json: every
+ * table (right ids, row counts and values with their formatting), the three plots (series per
+ * transport, points per series, error markers, axis labels), run facts, summary and errors, and
+ * that the page is self-contained (no script, no external URL). On compare_hostile.json: no
+ * markup from the data survives (every string escaped), skipped / missing / malformed sections
+ * show their reason. Then the refusals (not an object, wrong schema), a write error, random
+ * mutations of the sample (seeded) that must render safely, and the `softrdma report` command
+ * line (cmd_report): help, usage errors, unreadable and invalid files, default output name. */
+#define _GNU_SOURCE /* strcasestr */
+#include "check.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tools/json.h"
+#include "tools/report.h"
+#include "tools/tools.h"
+
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64*: reproducible from the printed seed. */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545F4914F6CDD1Dull;
+}
+
+/* The page for a parsed doc; rc gets report_html's result. Caller frees. */
+static char *render(const struct json *doc, int *rc, char *err, size_t errlen)
+{
+	char *page = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&page, &len);
+	REQUIRE(f);
+	*rc = report_html(doc, f, err, errlen);
+	REQUIRE(fclose(f) == 0);
+	return page;
+}
+
+static char *render_file(const char *path)
+{
+	struct json *doc;
+	struct json_error e;
+	REQUIRE(json_parse_file(path, &doc, &e) == 0);
+	char err[128];
+	int rc;
+	char *page = render(doc, &rc, err, sizeof(err));
+	CHECK_EQ(rc, 0);
+	json_free(doc);
+	return page;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0, k = strlen(needle);
+	for (const char *p = hay; (p = strstr(p, needle)); p += k)
+		n++;
+	return n;
+}
+
+/* Copy of the element that starts at the first `start` (e.g. id="table-cpu") up to the next
+ * `end` (e.g. "</table>"); "" if absent. Caller frees. */
+static char *element(const char *html, const char *start, const char *end)
+{
+	const char *a = strstr(html, start);
+	const char *b = a ? strstr(a, end) : NULL;
+	size_t n = a && b ? (size_t)(b - a) : 0;
+	char *s = malloc(n + 1);
+	REQUIRE(s);
+	memcpy(s, a, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* Rows of the tbody of table id. */
+static size_t table_rows(const char *html, const char *id)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "id=\"%s\"", id);
+	char *t = element(html, key, "</table>");
+	char *body = element(t, "<tbody>", "</tbody>");
+	size_t n = count(body, "<tr>");
+	free(body);
+	free(t);
+	return n;
+}
+
+/* The series of plot id in document order: transport ids, polyline points, circles, error
+ * markers. Returns how many series. */
+struct series_info {
+	char transport[64];
+	size_t points, circles, errors, polylines;
+};
+
+static size_t plot_series(const char *html, const char *id, struct series_info *out, size_t max)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "<svg id=\"%s\"", id);
+	char *svg = element(html, key, "</svg>");
+	size_t n = 0;
+	for (const char *p = svg; (p = strstr(p, "<g class=\"series\"")) && n < max; n++) {
+		const char *end = strstr(p, "</g>");
+		REQUIRE(end);
+		struct series_info *s = &out[n];
+		memset(s, 0, sizeof(*s));
+		const char *t = strstr(p, "data-transport=\"");
+		REQUIRE(t && t < end);
+		t += strlen("data-transport=\"");
+		size_t k = (size_t)(strchr(t, '"') - t);
+		snprintf(s->transport, sizeof(s->transport), "%.*s", (int)k, t);
+		for (const char *q = p; (q = strstr(q, " points=\"")) && q < end; q++) {
+			s->polylines++;
+			q += strlen(" points=\"");
+			for (; *q != '"'; q++)
+				s->points += *q == ',';
+		}
+		for (const char *q = p; (q = strstr(q, "<circle")) && q < end; q++)
+			s->circles++;
+		for (const char *q = p; (q = strstr(q, "class=\"error-point\"")) && q < end; q++)
+			s->errors++;
+		p = end;
+	}
+	free(svg);
+	return n;
+}
+
+static void test_sample(void)
+{
+	char *html = render_file(SOFTRDMA_TEST_DATA "/compare_sample.json");
+	REQUIRE(html);
+	CHECK(strncmp(html, "<!DOCTYPE html>\n", 16) == 0);
+	CHECK(strstr(html, "</html>\n") != NULL);
+	/* Self-contained: no script, nothing fetched (the SVG namespace is a name, not a fetch). */
+	CHECK(strstr(html, "<script") == NULL);
+	CHECK_EQ(count(html, "http://"), count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+	CHECK(strstr(html, "https:") == NULL);
+	CHECK(strstr(html, " src=") == NULL);
+	CHECK_EQ(count(html, "href="), 1); /* the data: favicon */
+	CHECK(strstr(html, "<link rel=\"icon\" href=\"data:,\">") != NULL);
+	CHECK(strstr(html, "Content-Security-Policy") != NULL);
+
+	/* Title and facts. */
+	CHECK(strstr(html, "<title>softrdma compare: box, 2026-12-02T19:30:00Z</title>") != NULL);
+	CHECK(strstr(html, "<h1>RoCEv2 vs iWARP vs UDP (floor) vs TCP (floor)</h1>") != NULL);
+	CHECK(strstr(html, "<dd>6.1.0-18-amd64</dd>") != NULL);
+	CHECK(strstr(html, "<dd>loopback</dd>") != NULL);
+	CHECK(strstr(html, "<dd>2 \u00d7 AMD EPYC 7B13 64-Core Processor</dd>") != NULL);
+	CHECK(strstr(html, "<dd>1 min 35 s</dd>") != NULL);
+	CHECK_EQ(table_rows(html, "table-transports"), 4);
+
+	/* Summary and errors. */
+	char *sum = element(html, "<ul id=\"summary\"", "</ul>");
+	CHECK_EQ(count(sum, "<li>"), 2);
+	CHECK(strstr(sum, "RoCEv2&#39;s median round trip (16.3 us)") != NULL);
+	free(sum);
+	char *errs = element(html, "<ul id=\"errors\"", "</ul>");
+	CHECK_EQ(count(errs, "<li>"), 1);
+	CHECK(strstr(errs, "<li>iwarp bandwidth 4 MiB: timed out</li>") != NULL);
+	free(errs);
+
+	/* Latency: 4 rows, us with 2 decimals, samples as an integer. */
+	CHECK_EQ(table_rows(html, "table-latency"), 4);
+	char *lat = element(html, "id=\"table-latency\"", "</table>");
+	CHECK(strstr(lat, "RoCEv2</th><td>20000</td><td>12.10</td><td>16.30</td><td>20.00</td>"
+			  "<td>80.20</td><td>190.40</td><td>900.00</td><td>18.00</td><td>9.50</td>"
+			  "<td>63.90</td></tr>") != NULL);
+	CHECK_EQ(count(lat, "<span class=\"u\">us</span>"), 9);
+	free(lat);
+
+	/* Bandwidth: 11 sizes x 4 transports (Gbit/s and Mpps), iWARP's 4 MiB error. */
+	CHECK_EQ(table_rows(html, "table-bandwidth"), 11);
+	char *bw = element(html, "id=\"table-bandwidth\"", "</table>");
+	CHECK(strstr(bw, "<tr><th scope=\"row\">8 B</th>") != NULL);
+	CHECK(strstr(bw, "<tr><th scope=\"row\">2 KiB</th>") != NULL);
+	CHECK(strstr(bw, "<tr><th scope=\"row\">4 MiB</th><td>9.09</td>") != NULL);
+	CHECK(strstr(bw, "<td class=\"err\" colspan=\"2\">error: timed out</td>") != NULL);
+	CHECK_EQ(count(bw, ">Gbit/s</th>"), 4);
+	CHECK_EQ(count(bw, ">Mpps</th>"), 4);
+	free(bw);
+
+	/* CPU (two tests per transport), set-up (no UDP), loss (5 rates, one error). */
+	CHECK_EQ(table_rows(html, "table-cpu"), 8);
+	char *cpu = element(html, "id=\"table-cpu\"", "</table>");
+	CHECK(strstr(cpu, "<td>bandwidth 64 KiB</td><td>14.00</td><td>6.00</td>") != NULL);
+	free(cpu);
+	CHECK_EQ(table_rows(html, "table-setup"), 3);
+	char *setup = element(html, "id=\"table-setup\"", "</table>");
+	CHECK(strstr(setup, "<td>20</td><td>0.45</td><td>0.60</td><td>1.20</td>") != NULL);
+	free(setup);
+	CHECK_EQ(table_rows(html, "table-loss"), 5);
+	char *loss = element(html, "id=\"table-loss\"", "</table>");
+	CHECK(strstr(loss, "<th scope=\"row\">0.01%</th>") != NULL);
+	CHECK(strstr(loss, "error: retry exceeded") != NULL);
+	free(loss);
+
+	/* Plots: one series per transport with all its points. */
+	struct series_info s[8];
+	CHECK_EQ(plot_series(html, "plot-latency-cdf", s, 8), 4);
+	static const char *const ids[] = {"roce", "iwarp", "udp", "tcp"};
+	for (size_t i = 0; i < 4; i++) {
+		CHECK(strcmp(s[i].transport, ids[i]) == 0);
+		CHECK_EQ(s[i].points, 20);
+		CHECK_EQ(s[i].polylines, 1);
+	}
+	CHECK_EQ(plot_series(html, "plot-bandwidth", s, 8), 4);
+	for (size_t i = 0; i < 4; i++) {
+		size_t want = i == 1 ? 10 : 11; /* iWARP's 4 MiB point is an error */
+		CHECK_EQ(s[i].points, want);
+		CHECK_EQ(s[i].circles, want);
+		CHECK_EQ(s[i].errors, i == 1);
+	}
+	CHECK_EQ(plot_series(html, "plot-loss", s, 8), 3);
+	CHECK(strcmp(s[0].transport, "roce") == 0 && strcmp(s[2].transport, "tcp") == 0);
+	CHECK_EQ(s[0].points, 4);
+	CHECK_EQ(s[0].errors, 1);
+	CHECK_EQ(s[1].points, 5);
+	CHECK_EQ(s[2].points, 5);
+	/* Axis labels with units; the stated scales. */
+	char *svg = element(html, "<svg id=\"plot-bandwidth\"", "</svg>");
+	static const char *const labels[] = {">1 KiB</text>", ">64 KiB</text>", ">4 MiB</text>",
+					     ">16 B</text>",  ">0.1</text>",	">10</text>"};
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++)
+		CHECK(strstr(svg, labels[i]) != NULL);
+	CHECK(strstr(svg, "Gbit/s, log scale") != NULL);
+	CHECK(strstr(svg, "class=\"legend\"") != NULL);
+	free(svg);
+	svg = element(html, "<svg id=\"plot-latency-cdf\"", "</svg>");
+	CHECK(strstr(svg, ">10 us</text>") != NULL);
+	CHECK(strstr(svg, ">1 ms</text>") != NULL);
+	CHECK(strstr(svg, ">50%</text>") != NULL);
+	CHECK(strstr(svg, "log scale") != NULL);
+	free(svg);
+	svg = element(html, "<svg id=\"plot-loss\"", "</svg>");
+	CHECK(strstr(svg, ">0%</text>") != NULL);
+	CHECK(strstr(svg, ">5%</text>") != NULL);
+	free(svg);
+	/* Colours follow the transports' order. */
+	CHECK(strstr(html, "<span class=\"sw\" style=\"background:#0072b2\"></span>RoCEv2") !=
+	      NULL);
+	CHECK(strstr(html, "<span class=\"sw\" style=\"background:#d55e00\"></span>iWARP") != NULL);
+	CHECK(strstr(html, "class=\"skipped\"") == NULL);
+	free(html);
+}
+
+static void test_hostile(void)
+{
+	char *html = render_file(SOFTRDMA_TEST_DATA "/compare_hostile.json");
+	REQUIRE(html);
+	/* Nothing from the data became markup. */
+	CHECK(strcasestr(html, "<script") == NULL);
+	CHECK(strcasestr(html, "<img") == NULL);
+	CHECK(strstr(html, "<b>") == NULL);
+	CHECK(strstr(html, "<i>") == NULL);
+	CHECK(strstr(html, "onmouseover=\"") == NULL);
+	CHECK(strstr(html, "<title>softrdma compare: &lt;script&gt;alert(1)&lt;/script&gt;, "
+			   "2026-12-02T19:30:00Z&lt;script&gt;") != NULL);
+	CHECK(count(html, "&lt;script&gt;alert(1)&lt;/script&gt;") >= 3); /* title, host, device */
+	CHECK(strstr(html, "6.1 &quot;quoted&quot; &amp; &#39;single&#39; &lt;img") != NULL);
+	CHECK(strstr(html, "Q&#39;uote&quot;d &amp; &lt;i&gt;") != NULL);
+	CHECK(strstr(html, "dev") != NULL); /* cut at \u0000, still shown */
+	CHECK_EQ(count(html, "alert(5)"), count(html, "&lt;script&gt;alert(5)"));
+	CHECK(count(html, "alert(5)") >= 1); /* the id column of the transports table */
+	/* Skipped, missing, null and malformed sections say so. */
+	CHECK(strstr(html, "<p class=\"skipped\" data-section=\"loss\">Skipped: needs root: "
+			   "&lt;script&gt;alert(9)&lt;/script&gt; &amp; &quot;CAP_NET_ADMIN&quot;"
+			   "</p>") != NULL);
+	CHECK(strstr(html, "data-section=\"cpu\">Skipped: not measured in this run") != NULL);
+	CHECK(strstr(html, "data-section=\"setup\">Skipped: not measured in this run") != NULL);
+	CHECK(strstr(html, "data-section=\"bandwidth\">Skipped: malformed") != NULL);
+	CHECK(strstr(html, "id=\"table-loss\"") == NULL);
+	CHECK(strstr(html, "id=\"plot-loss\"") == NULL);
+	CHECK(strstr(html, "id=\"table-cpu\"") == NULL);
+	/* Latency: three rows (one an escaped error), the CDF has the drawable points only. */
+	CHECK_EQ(table_rows(html, "table-latency"), 3);
+	CHECK(strstr(html, "error: &lt;script&gt;alert(7)&lt;/script&gt; &amp; failed") != NULL);
+	struct series_info s[8];
+	CHECK_EQ(plot_series(html, "plot-latency-cdf", s, 8), 2);
+	CHECK(strcmp(s[0].transport, "roce") == 0);
+	CHECK_EQ(s[0].points, 3); /* [1.5,0] [2,0.5] [6,1]; x <= 0, y > 1 and junk left out */
+	CHECK(strcmp(s[1].transport, "ghost") == 0);
+	CHECK_EQ(s[1].points, 1);
+	/* Non-string summary and error entries are left out. */
+	char *sum = element(html, "<ul id=\"summary\"", "</ul>");
+	CHECK_EQ(count(sum, "<li>"), 2);
+	CHECK(strstr(sum, "Tom &amp; Jerry&#39;s &quot;test&quot;") != NULL);
+	free(sum);
+	char *errs = element(html, "<ul id=\"errors\"", "</ul>");
+	CHECK_EQ(count(errs, "<li>"), 1);
+	free(errs);
+	CHECK(strstr(html, "softrdma compare &lt;b&gt;evil&lt;/b&gt;") != NULL);
+	free(html);
+}
+
+static void test_refusals(void)
+{
+	static const struct {
+		const char *json;
+		const char *msg;
+	} cases[] = {
+	    {"[]", "not an object"},
+	    {"\"x\"", "not an object"},
+	    {"{}", "no \"schema\""},
+	    {"{\"schema\": \"1\"}", "no \"schema\""},
+	    {"{\"schema\": 2}", "schema version 2"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json *doc;
+		REQUIRE(json_parse(cases[i].json, strlen(cases[i].json), &doc, NULL) == 0);
+		char err[128];
+		int rc;
+		free(render(doc, &rc, err, sizeof(err)));
+		CHECK_EQ(rc, -EINVAL);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+		json_free(doc);
+	}
+	/* The least result: every section says it was not measured. */
+	struct json *doc;
+	REQUIRE(json_parse("{\"schema\": 1}", 13, &doc, NULL) == 0);
+	int rc;
+	char *html = render(doc, &rc, NULL, 0);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(count(html, "Skipped: not measured in this run"), 5);
+	CHECK(strstr(html, "No errors.") != NULL);
+	CHECK(strstr(html, "</html>") != NULL);
+	free(html);
+	/* A write error is reported. */
+	FILE *full = fopen("/dev/full", "w");
+	if (full) {
+		char err[64];
+		CHECK_EQ(report_html(doc, full, err, sizeof(err)), -EIO);
+		CHECK(strstr(err, "write") != NULL);
+		fclose(full);
+	}
+	json_free(doc);
+}
+
+/* Numbers at the edges of a double: no NaN or infinity may reach a coordinate or a label. */
+static void test_extremes(void)
+{
+	static const char doc[] =
+	    "{\"schema\": 1, \"transports\": [{\"id\": \"a\"}, {\"id\": \"b\"}],"
+	    " \"latency\": {\"series\": [{\"transport\": \"a\", \"cdf\": [[4.9e-324, 0], "
+	    "[1e-300, 0.5], [1.7e308, 1]]}, {\"transport\": \"b\", \"cdf\": [[5, 0.5]]}]},"
+	    " \"bandwidth\": {\"series\": [{\"transport\": \"a\", \"points\": ["
+	    "{\"size\": 1, \"gbps\": 1e-320, \"mpps\": -1}, {\"size\": 1.5, \"gbps\": 1},"
+	    " {\"size\": 9.2e18, \"gbps\": 1.7e308}, {\"size\": 1e300, \"gbps\": 2},"
+	    " {\"size\": -8, \"gbps\": 3}, {\"size\": 0, \"gbps\": 3}]}]},"
+	    " \"loss\": {\"series\": [{\"transport\": \"a\", \"points\": ["
+	    "{\"loss_pct\": 0, \"gbps\": 1.7976931348623157e308}, {\"loss_pct\": 1e308, "
+	    "\"gbps\": 0}, {\"loss_pct\": 5, \"gbps\": -1}]}]},"
+	    " \"duration_s\": 1e300, \"host\": {\"cpus\": -1e300}}";
+	struct json *v;
+	struct json_error e;
+	int rc = json_parse(doc, strlen(doc), &v, &e);
+	if (rc)
+		fprintf(stderr, "extremes: %d:%d: %s\n", e.line, e.column, e.msg);
+	REQUIRE(rc == 0);
+	char *html = render(v, &rc, NULL, 0);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(html, "nan") == NULL);
+	CHECK(strstr(html, "inf") == NULL);
+	CHECK(strstr(html, "id=\"plot-latency-cdf\"") != NULL);
+	CHECK(strstr(html, "id=\"plot-bandwidth\"") != NULL);
+	CHECK(strstr(html, "id=\"plot-loss\"") != NULL);
+	free(html);
+	json_free(v);
+}
+
+static void test_mutations(void)
+{
+	FILE *f = fopen(SOFTRDMA_TEST_DATA "/compare_sample.json", "rb");
+	REQUIRE(f);
+	static char doc[1 << 16], buf[1 << 16];
+	size_t len = fread(doc, 1, sizeof(doc), f);
+	fclose(f);
+	REQUIRE(len > 100 && len < sizeof(doc));
+	rng = check_seed(0x7265706f7274);
+	if (!rng)
+		rng = 1;
+	/* Replacements that keep the JSON valid more often than random bytes do, so the report
+	 * sees wrong types, huge and negative numbers and markup rather than parse errors. */
+	static const char *const junk[] = {"0",	      "-1", "1e308", "1e-300", "null",
+					   "\"<s>\"", "[]", "{}",    "true",   "\"\"",
+					   "[[0]]",   "-0", "1e20",  "\"&\"",  "4e9"};
+	int rendered = 0;
+	for (int it = 0; it < 600; it++) {
+		memcpy(buf, doc, len);
+		size_t n = len;
+		for (int m = 0; m < 1 + (int)(rnd() % 6); m++) {
+			/* Replace a number or a string token at a random place with junk. */
+			size_t at = rnd() % n, e = at;
+			if (!(buf[at] == '"' || (buf[at] >= '0' && buf[at] <= '9')))
+				continue;
+			if (buf[at] == '"') {
+				e = at + 1;
+				while (e < n && buf[e] != '"')
+					e++;
+				e++;
+			} else {
+				while (e < n && strchr("0123456789.eE+-", buf[e]))
+					e++;
+			}
+			const char *j = junk[rnd() % (sizeof(junk) / sizeof(junk[0]))];
+			size_t k = strlen(j);
+			if (e > n || n - (e - at) + k >= sizeof(buf))
+				continue;
+			memmove(buf + at + k, buf + e, n - e);
+			memcpy(buf + at, j, k);
+			n = n - (e - at) + k;
+		}
+		struct json *v;
+		if (json_parse(buf, n, &v, NULL))
+			continue;
+		int rc;
+		char err[128];
+		char *html = render(v, &rc, err, sizeof(err));
+		CHECK(rc == 0 || rc == -EINVAL);
+		if (rc == 0) {
+			rendered++;
+			CHECK(strstr(html, "<s>") == NULL);
+			CHECK(strstr(html, "</html>") != NULL);
+			CHECK(strstr(html, "nan") == NULL && strstr(html, "inf\"") == NULL);
+		}
+		free(html);
+		json_free(v);
+	}
+	printf("mutations: %d rendered\n", rendered);
+	CHECK(rendered > 100);
+}
+
+/* Runs cmd_report with the given arguments (argv[0] "report"). */
+static int run(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+	char *argv[6] = {"report", (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};
+	int argc = 1;
+	while (argc < 5 && argv[argc])
+		argc++;
+	return cmd_report(argc, argv);
+}
+
+static void test_cli(void)
+{
+	char dir[] = "/tmp/test_report_XXXXXX";
+	REQUIRE(mkdtemp(dir));
+	char in[128], out[128], bad[128], def[128];
+	snprintf(in, sizeof(in), "%s/r.json", dir);
+	snprintf(out, sizeof(out), "%s/out.html", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.json", dir);
+	snprintf(def, sizeof(def), "%s/r.html", dir);
+	FILE *f = fopen(in, "w");
+	REQUIRE(f);
+	fputs("{\"schema\": 1, \"summary\": [\"ok\"]}\n", f);
+	fclose(f);
+	f = fopen(bad, "w");
+	REQUIRE(f);
+	fputs("{\"schema\": 1,\n \"x\": [1,]}\n", f);
+	fclose(f);
+
+	FILE *saved = stdout;
+	stdout = fopen("/dev/null", "w"); /* the help text */
+	REQUIRE(stdout);
+	CHECK_EQ(run("-h", NULL, NULL, NULL), 0);
+	CHECK_EQ(run("--help", NULL, NULL, NULL), 0);
+	fclose(stdout);
+	stdout = saved;
+	CHECK_EQ(run(NULL, NULL, NULL, NULL), 2);
+	CHECK_EQ(run("--bogus", in, NULL, NULL), 2);
+	CHECK_EQ(run(in, "extra", NULL, NULL), 2);
+	CHECK_EQ(run(in, "-o", NULL, NULL), 2);
+	CHECK_EQ(run("/nonexistent/x.json", NULL, NULL, NULL), 1);
+	CHECK_EQ(run(bad, "-o", out, NULL), 1);
+	struct stat st;
+	CHECK(stat(out, &st) != 0); /* nothing written for a bad input */
+	CHECK_EQ(run(in, "-o", out, NULL), 0);
+	CHECK(stat(out, &st) == 0 && st.st_size > 1000);
+	CHECK_EQ(run(in, NULL, NULL, NULL), 0); /* default: r.json -> r.html */
+	CHECK(stat(def, &st) == 0 && st.st_size > 1000);
+	CHECK_EQ(run("-o", "/nonexistent/dir/x.html", in, NULL), 1);
+	unlink(in);
+	unlink(out);
+	unlink(bad);
+	unlink(def);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	test_sample();
+	test_hostile();
+	test_refusals();
+	test_extremes();
+	test_mutations();
+	test_cli();
+	return check_exit();
+}
