@@ -21,6 +21,9 @@ static const char *const usage_text =
     "  lat [options] [SERVER]   latency test like perftest's ib_*_lat (SEND, WRITE, READ,\n"
     "                           atomics); without SERVER: act as the server\n"
     "  bw [options] [SERVER]    bandwidth test like perftest's ib_*_bw (the same verbs)\n"
+    "  compare [options]        RoCEv2 against iWARP against raw UDP/TCP, measured in one\n"
+    "                           run: a table, a JSON file and an HTML report\n"
+    "  report RESULT.json       the HTML report of a compare result\n"
     "\n"
     "Run 'softrdma <command> --help' for a command's options.\n";
 
@@ -183,6 +186,10 @@ int main(int argc, char **argv)
 		return cmd_lat(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bw"))
 		return cmd_bw(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "compare"))
+		return cmd_compare(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
 	fprintf(stderr, "softrdma: unknown command '%s'\n\n%s", argv[1], usage_text);
 	return 2;
 }

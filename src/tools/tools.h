@@ -12,4 +12,13 @@ int cmd_run(int argc, char **argv);
 int cmd_lat(int argc, char **argv);
 int cmd_bw(int argc, char **argv);
 
+/* softrdma compare [options]: RoCEv2, iWARP and the raw UDP / TCP floors measured in one run
+ * (compare.c); argv[0] is "compare". Returns the exit status: 0, 1 (error), 2 (bad usage),
+ * 130/143 (SIGINT/SIGTERM). */
+int cmd_compare(int argc, char **argv);
+
+/* softrdma report RESULT.json [-o FILE.html]: the self-contained HTML report of a compare
+ * result (report.c); argv[0] is "report". Returns 0, 1 (error) or 2 (bad usage). */
+int cmd_report(int argc, char **argv);
+
 #endif
