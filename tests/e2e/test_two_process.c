@@ -690,11 +690,14 @@ static void iw_kill_mid_transfer(struct side *a, struct peer *pe)
 	CHECK(took < 5000);
 	/* The READ, last, cannot have come back from a killed process - unless all of it was
 	 * done before the kill landed (then it was no test of a kill mid-transfer). */
-	if (!failed)
+	if (!failed) { /* a loaded machine can deschedule us between the first byte and the kill */
 		fprintf(stderr, "KILL TOO LATE: the child had answered everything before SIGKILL; "
-				"only the reset is checked\n");
-	CHECK(failed > 0);
-	CHECK(wait_state(a, NULL, IBV_QPS_ERR));
+				"only the end of the connection is checked\n");
+		usleep(300000); /* time to see the end of the stream (a send before it is lost) */
+	} else {
+		CHECK(wait_state(a, NULL, IBV_QPS_ERR));
+	}
+	/* Either way the peer is gone: the next send fails (flushed), as on RoCE. */
 	struct cmd s = {.opcode = IBV_WR_SEND, .off = 0, .len = 8, .wr_id = 7};
 	CHECK_EQ(post_send(a, &s), 0);
 	REQUIRE(wait_wc(a->cq, &wc) == 0);
