@@ -13,10 +13,15 @@
  * Latency is reported as the round trip everywhere (softrdma lat's SEND figure is half of it,
  * as perftest's: doubled here). */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,6 +38,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "tools/compare.h"
 #include "tools/floor.h"
 #include "tools/json.h"
 #include "tools/lossy_link.h"
@@ -90,7 +96,8 @@ struct loss_pt {
 };
 
 struct opts {
-	bool quick, quiet, no_loss;
+	bool quick, quiet, no_loss, server;
+	const char *host; /* two hosts: the server's address */
 	const char *json_path, *html_path;
 	int port;
 	uint64_t lat_iters;
@@ -105,7 +112,11 @@ struct cmp {
 	char tmp[64];
 	char started[32];
 	uint64_t t0_ns;
-	const char *addr; /* the server's address: 127.0.0.1 */
+	const char *addr; /* the server's address: 127.0.0.1, or the --server host */
+	bool remote;	  /* two hosts: the server side runs on `compare --server` at addr */
+	int ctl;	  /* remote: the control connection */
+	char dev[2][64];  /* this side's RoCE and iWARP devices */
+	char sdev[2][64]; /* the server side's */
 	uint64_t sizes[MAX_SIZES];
 	size_t nsizes;
 	struct lat_res lat[TR_COUNT];
@@ -349,33 +360,131 @@ static const char *status_str(int st, char *buf, size_t len)
 	return buf;
 }
 
-/* Runs one measurement: the server, then the client; both must exit 0 within timeout_s.
- * Returns 0, -EINTR (stopped by a signal) or -1 with err set. */
-static int run_pair(struct cmp *c, char **sargv, const struct place *sp, char **cargv,
-		    const struct place *cp, double timeout_s, char *err, size_t errlen)
+/* The server side of a measurement: a child of ours, or one of the remote `compare --server`. */
+struct server_side {
+	struct child ch;
+	bool remote;
+};
+
+static int server_start(struct cmp *c, struct server_side *ss, const struct srv_spec *spec,
+			const char *roce_dev, const char *iwarp_dev, const struct place *sp,
+			char *err, size_t errlen)
 {
-	struct child s = {0}, k = {0};
-	int r = spawn(c, &s, "server", sargv, sp);
+	ss->remote = c->remote;
+	if (c->remote) {
+		char text[CMP_LINE_MAX], reply[CMP_LINE_MAX];
+		srv_spec_format(spec, text, sizeof(text));
+		int r = line_write(c->ctl, "START %s", text);
+		if (r == 0)
+			r = line_read(c->ctl, reply, sizeof(reply), 15, &stop_signal);
+		if (r == -EINTR)
+			return r;
+		if (r < 0) {
+			snprintf(err, errlen, "the server %s: %s", c->addr,
+				 r == -ETIMEDOUT ? "no answer" : "connection lost");
+			return -1;
+		}
+		if (strcmp(reply, "STARTED")) {
+			snprintf(err, errlen, "the server %s: %.150s", c->addr, reply);
+			return -1;
+		}
+		return 0;
+	}
+	struct argv_b a;
+	struct place pl = *sp;
+	if (srv_argv(spec, roce_dev, iwarp_dev, &a, &pl.transport) < 0) {
+		snprintf(err, errlen, "internal error: a bad server spec");
+		return -1;
+	}
+	int r = spawn(c, &ss->ch, "server", a.v, &pl);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot start the server: %s", strerror(-r));
 		return -1;
 	}
-	live_pids[0] = s.pid;
+	live_pids[0] = ss->ch.pid;
+	return 0;
+}
+
+/* Waits for the server side to end (it should be ending: its client has). 0 with *ok and
+ * why (when not ok), or -EINTR. */
+static int server_wait(struct cmp *c, struct server_side *ss, double timeout_s, bool *ok, char *why,
+		       size_t len)
+{
+	*ok = false;
+	if (ss->remote) {
+		char reply[CMP_LINE_MAX];
+		int r = line_write(c->ctl, "WAIT %.0f", timeout_s);
+		if (r == 0)
+			r = line_read(c->ctl, reply, sizeof(reply), timeout_s + 15, &stop_signal);
+		if (r == -EINTR)
+			return r;
+		int status = -1, used = 0;
+		if (r < 0 || sscanf(reply, "EXIT %d %n", &status, &used) < 1) {
+			snprintf(why, len, "the server %s: %s", c->addr,
+				 r < 0 ? "connection lost" : "a bad answer");
+			return 0;
+		}
+		*ok = status == 0;
+		snprintf(why, len, "exit %d: %.150s", status, reply + used);
+		return 0;
+	}
+	int st = 0;
+	int r = wait_child(&ss->ch, now_ns() + (uint64_t)(timeout_s * 1e9), &st);
+	if (r == -EINTR)
+		return r;
+	char a[40];
+	*ok = r == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (!*ok) {
+		char tell[300];
+		log_reason(ss->ch.log, tell, sizeof(tell));
+		snprintf(why, len, "%s: %.160s",
+			 r == 0 ? status_str(st, a, sizeof(a)) : "did not end", tell);
+	}
+	return 0;
+}
+
+static void server_end(struct server_side *ss)
+{
+	if (ss->remote)
+		return; /* WAIT killed it if it had to */
+	kill_child(&ss->ch);
+	live_pids[0] = 0;
+	if (ss->ch.log[0])
+		unlink(ss->ch.log);
+}
+
+/* Runs one measurement: the server side (spec, with the server's devices), then the client;
+ * both must end well within timeout_s. Returns 0, -EINTR (stopped by a signal) or -1 with err
+ * set. */
+static int run_pair(struct cmp *c, const struct srv_spec *spec, const char *roce_dev,
+		    const char *iwarp_dev, const struct place *sp, char **cargv,
+		    const struct place *cp, double timeout_s, char *err, size_t errlen)
+{
+	struct server_side ss = {0};
+	struct child k = {0};
+	int r = server_start(c, &ss, spec, roce_dev, iwarp_dev, sp, err, errlen);
+	if (r < 0)
+		return r;
 	usleep(30000); /* the client retries anyway; this saves its first 100 ms back-off */
 	r = spawn(c, &k, "client", cargv, cp);
 	if (r < 0) {
-		kill_child(&s);
-		live_pids[0] = 0;
 		snprintf(err, errlen, "cannot start the client: %s", strerror(-r));
+		bool ok;
+		char why[200];
+		server_wait(c, &ss, 1, &ok, why, sizeof(why));
+		server_end(&ss);
 		return -1;
 	}
 	live_pids[1] = k.pid;
-	int cst = 0, sst = 0;
+	int cst = 0;
 	uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
 	int rc = wait_child(&k, deadline, &cst);
-	int rs = rc == 0 ? wait_child(&s, now_ns() + 5000000000ull, &sst) : -1;
+	bool sok = false;
+	char swhy[300] = "";
+	int rs =
+	    rc == -EINTR ? -EINTR : server_wait(c, &ss, rc == 0 ? 5 : 1, &sok, swhy, sizeof(swhy));
 	int ret = 0;
-	char why[300], a[40], b[40];
+	char why[300], a[40];
 	if (rc == -EINTR || rs == -EINTR) {
 		ret = -EINTR;
 	} else if (rc == -ETIMEDOUT) {
@@ -386,17 +495,14 @@ static int run_pair(struct cmp *c, char **sargv, const struct place *sp, char **
 		log_reason(k.log, why, sizeof(why));
 		snprintf(err, errlen, "client %s: %.160s", status_str(cst, a, sizeof(a)), why);
 		ret = -1;
-	} else if (rs != 0 || !WIFEXITED(sst) || WEXITSTATUS(sst) != 0) {
-		log_reason(s.log, why, sizeof(why));
-		snprintf(err, errlen, "server %s: %.160s",
-			 rs == 0 ? status_str(sst, b, sizeof(b)) : "did not end", why);
+	} else if (!sok) {
+		snprintf(err, errlen, "server %.180s", swhy);
 		ret = -1;
 	}
 	kill_child(&k);
-	kill_child(&s);
-	live_pids[0] = live_pids[1] = 0;
+	live_pids[1] = 0;
+	server_end(&ss);
 	unlink(k.log);
-	unlink(s.log);
 	return ret;
 }
 
@@ -497,29 +603,11 @@ static int read_bw(const struct json *doc, struct bw_pt *p, uint64_t size, char 
 
 /* ---- argument vectors ---- */
 
-struct argv_b {
-	char *v[40];
-	char buf[40][64];
-	int n;
-};
-
-static void av_add(struct argv_b *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void av_add(struct argv_b *a, const char *fmt, ...)
-{
-	if (a->n >= 39)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(a->buf[a->n], sizeof(a->buf[0]), fmt, ap);
-	va_end(ap);
-	a->v[a->n] = a->buf[a->n];
-	a->v[++a->n] = NULL;
-}
-
 static int next_port(struct cmp *c)
 {
-	int p = c->o.port + c->port_next;
-	c->port_next = (c->port_next + 1) % 500;
+	/* o.port itself is the control port of `compare --server` */
+	int p = c->o.port + 1 + c->port_next;
+	c->port_next = (c->port_next + 1) % 499;
 	return p;
 }
 
@@ -531,88 +619,71 @@ static void dev_name(enum tr t, const char *ifname, char *out, size_t len)
 
 /* ---- the measurements ---- */
 
-/* One latency or bandwidth run of transport t. kind "lat" or "bw". On the lossy link when
- * sides is set (server on side 0, client on side 1), else on loopback. */
+/* One latency or bandwidth run of transport t ("lat" or "bw"): on the lossy link when on_link
+ * (server on side 0, client on side 1), else between this host and the server (loopback, or
+ * the remote `compare --server`). */
 static int measure(struct cmp *c, enum tr t, const char *kind, uint64_t size, double seconds,
 		   bool on_link, const char *fault, struct json **out, char *err, size_t errlen)
 {
-	struct argv_b s = {.n = 0}, k = {.n = 0};
-	char json[PATH_MAX], dev0[64], dev1[64];
+	struct argv_b k = {.n = 0};
+	char json[PATH_MAX], sdev[2][64], cdev[2][64];
 	snprintf(json, sizeof(json), "%s/%d-result.json", c->tmp, c->files++);
 	unlink(json);
-	int port = next_port(c);
+	bool lat = !strcmp(kind, "lat");
+	struct srv_spec spec = {.port = next_port(c), .timeout_s = (int)c->o.timeout_s};
 	const char *addr = on_link ? lossy_link_addr(c->link, 0) : c->addr;
 	struct place sp = {.side = on_link ? 0 : -1, .fault = fault};
 	struct place cp = {.side = on_link ? 1 : -1, .fault = fault};
-	bool lat = !strcmp(kind, "lat");
+	for (int i = 0; i < 2; i++) {
+		enum tr r = i ? TR_IWARP : TR_ROCE;
+		if (on_link) {
+			dev_name(r, lossy_link_ifname(c->link, 0), sdev[i], sizeof(sdev[i]));
+			dev_name(r, lossy_link_ifname(c->link, 1), cdev[i], sizeof(cdev[i]));
+		} else {
+			snprintf(sdev[i], sizeof(sdev[i]), "%s", c->sdev[i]);
+			snprintf(cdev[i], sizeof(cdev[i]), "%s", c->dev[i]);
+		}
+	}
+	av_add(&k, "softrdma");
 	if (trs[t].dev_prefix) {
-		dev_name(t, on_link ? lossy_link_ifname(c->link, 0) : "lo", dev0, sizeof(dev0));
-		dev_name(t, on_link ? lossy_link_ifname(c->link, 1) : "lo", dev1, sizeof(dev1));
-		av_add(&s, "softrdma");
-		av_add(&s, "%s", kind);
-		av_add(&s, "-d");
-		av_add(&s, "%s", dev0);
-		av_add(&s, "-p");
-		av_add(&s, "%d", port);
-		av_add(&s, "--timeout");
-		av_add(&s, "%.0f", c->o.timeout_s);
-		for (int i = 0; i < s.n; i++)
-			av_add(&k, "%s", i == 3 ? dev1 : s.v[i]);
-		av_add(&k, "-s");
-		av_add(&k, "%llu", (unsigned long long)size);
+		spec.kind = lat ? SRV_LAT : SRV_BW;
+		spec.iwarp = t == TR_IWARP;
+		av_add(&k, "%s", kind);
+		av_add(&k, "-d");
+		av_add(&k, "%s", cdev[spec.iwarp]);
 		if (lat) {
-			av_add(&k, "-n");
-			av_add(&k, "%llu", (unsigned long long)c->o.lat_iters);
 			av_add(&k, "--cdf");
 		} else {
 			av_add(&k, "-V");
 			av_add(&k, "write");
-			av_add(&k, "-D");
-			av_add(&k, "%g", seconds);
 		}
 	} else {
-		const char *mode =
-		    t == TR_UDP ? (lat ? "udp-lat" : "udp-bw") : (lat ? "tcp-lat" : "tcp-bw");
-		av_add(&s, "softrdma");
-		av_add(&s, "--floor");
-		av_add(&s, "%s", mode);
-		av_add(&s, "-p");
-		av_add(&s, "%d", port);
-		av_add(&s, "--timeout");
-		av_add(&s, "%.0f", c->o.timeout_s);
-		for (int i = 0; i < s.n; i++)
-			av_add(&k, "%s", s.v[i]);
-		av_add(&s, "--server");
-		av_add(&k, "-s");
-		av_add(&k, "%llu", (unsigned long long)size);
-		if (lat) {
-			av_add(&k, "-n");
-			av_add(&k, "%llu", (unsigned long long)c->o.lat_iters);
+		spec.kind = SRV_FLOOR;
+		snprintf(spec.mode, sizeof(spec.mode), "%s-%s", t == TR_UDP ? "udp" : "tcp", kind);
+		av_add(&k, "compare");
+		av_add(&k, "--floor");
+		av_add(&k, "%s", spec.mode);
+		if (lat)
 			av_add(&k, "--cdf");
-		} else {
-			av_add(&k, "-D");
-			av_add(&k, "%g", seconds);
-		}
+	}
+	av_add(&k, "-p");
+	av_add(&k, "%d", spec.port);
+	av_add(&k, "--timeout");
+	av_add(&k, "%d", spec.timeout_s);
+	av_add(&k, "-s");
+	av_add(&k, "%llu", (unsigned long long)size);
+	if (lat) {
+		av_add(&k, "-n");
+		av_add(&k, "%llu", (unsigned long long)c->o.lat_iters);
+	} else {
+		av_add(&k, "-D");
+		av_add(&k, "%g", seconds);
 	}
 	av_add(&k, "--json");
 	av_add(&k, "%s", json);
 	av_add(&k, "%s", addr);
-	/* `softrdma compare --floor`: argv[1] is "compare" for the dispatch */
-	if (!trs[t].dev_prefix) {
-		struct argv_b *both[2] = {&s, &k};
-		for (int j = 0; j < 2; j++) {
-			struct argv_b *a = both[j], b = {.n = 0};
-			av_add(&b, "softrdma");
-			av_add(&b, "compare");
-			for (int i = 1; i < a->n; i++)
-				av_add(&b, "%s", a->v[i]);
-			*a = b;
-			for (int i = 0; i < a->n; i++)
-				a->v[i] = a->buf[i];
-		}
-	}
 	double limit = (lat ? (double)c->o.lat_iters * 0.002 : seconds) + 2 * c->o.timeout_s + 10;
-	int r = run_pair(c, s.v, &sp, k.v, &cp, limit, err, errlen);
+	int r = run_pair(c, &spec, sdev[0], sdev[1], &sp, k.v, &cp, limit, err, errlen);
 	if (r == 0) {
 		*out = load_json(json, err, errlen);
 		r = *out ? 0 : -1;
@@ -672,30 +743,33 @@ static int step_setup(struct cmp *c, enum tr t)
 {
 	struct setup_res *r = &c->setup[t];
 	progress(c, "connection set-up: %s, %d connections", trs[t].label, c->o.setup_n);
-	struct argv_b s = {.n = 0}, k = {.n = 0};
+	struct argv_b k = {.n = 0};
 	char json[PATH_MAX];
 	snprintf(json, sizeof(json), "%s/%d-setup.json", c->tmp, c->files++);
-	int port = next_port(c);
-	av_add(&s, "softrdma");
-	av_add(&s, "compare");
-	av_add(&s, "--setup");
-	if (t == TR_TCP)
-		av_add(&s, "--tcp");
-	av_add(&s, "-p");
-	av_add(&s, "%d", port);
-	av_add(&s, "-n");
-	av_add(&s, "%d", c->o.setup_n);
-	av_add(&s, "--timeout");
-	av_add(&s, "%.0f", c->o.timeout_s);
-	for (int i = 0; i < s.n; i++)
-		av_add(&k, "%s", s.v[i]);
-	av_add(&s, "--server");
+	struct srv_spec spec = {.kind = SRV_SETUP,
+				.iwarp = t == TR_IWARP,
+				.tcp = t == TR_TCP,
+				.port = next_port(c),
+				.n = c->o.setup_n,
+				.timeout_s = (int)c->o.timeout_s};
+	av_add(&k, "softrdma");
+	av_add(&k, "compare");
+	av_add(&k, "--setup");
+	if (spec.tcp)
+		av_add(&k, "--tcp");
+	av_add(&k, "-p");
+	av_add(&k, "%d", spec.port);
+	av_add(&k, "-n");
+	av_add(&k, "%d", spec.n);
+	av_add(&k, "--timeout");
+	av_add(&k, "%d", spec.timeout_s);
 	av_add(&k, "--json");
 	av_add(&k, "%s", json);
 	av_add(&k, "%s", c->addr);
-	struct place pl = {.side = -1, .transport = t == TR_TCP ? NULL : trs[t].id};
-	int ret = run_pair(c, s.v, &pl, k.v, &pl, 2 * c->o.timeout_s + c->o.setup_n * 0.5 + 10,
-			   r->err, sizeof(r->err));
+	struct place sp = {.side = -1};
+	struct place cp = {.side = -1, .transport = spec.tcp ? NULL : trs[t].id};
+	int ret = run_pair(c, &spec, c->sdev[0], c->sdev[1], &sp, k.v, &cp,
+			   2 * c->o.timeout_s + c->o.setup_n * 0.5 + 10, r->err, sizeof(r->err));
 	if (ret == -EINTR)
 		return ret;
 	r->done = true;
@@ -853,15 +927,21 @@ static char *result_json(struct cmp *c, double duration_s)
 	sb_str(&s, c->started);
 	sb_add(&s, ",\n  \"duration_s\": %.1f,\n", duration_s);
 	host_facts(&s);
-	sb_add(&s, "  \"mode\": \"loopback\",\n  \"quick\": %s,\n  \"server\": ",
-	       c->o.quick ? "true" : "false");
+	sb_add(&s, "  \"mode\": \"%s\",\n  \"quick\": %s,\n  \"server\": ",
+	       c->remote ? "two hosts" : "loopback", c->o.quick ? "true" : "false");
 	sb_str(&s, c->addr);
 	sb_add(&s, ",\n  \"transports\": [\n");
 	for (int t = 0; t < TR_COUNT; t++) {
 		sb_add(&s, "    {\"id\": \"%s\", \"label\": \"%s\", \"kind\": \"%s\"", trs[t].id,
 		       trs[t].label, trs[t].kind);
-		if (trs[t].dev_prefix)
-			sb_add(&s, ", \"device\": \"%slo\"", trs[t].dev_prefix);
+		if (trs[t].dev_prefix) {
+			sb_add(&s, ", \"device\": ");
+			sb_str(&s, c->dev[t == TR_IWARP]);
+			if (c->remote) {
+				sb_add(&s, ", \"server_device\": ");
+				sb_str(&s, c->sdev[t == TR_IWARP]);
+			}
+		}
 		sb_add(&s, "}%s\n", t + 1 < TR_COUNT ? "," : "");
 	}
 	sb_add(&s, "  ],\n");
@@ -1236,12 +1316,31 @@ static void summary_sentences(const struct cmp *c, char out[][400], int *n)
 		const char *what[3] = {"small-message latency", "bulk transfers",
 				       "where packets get lost"};
 		int pick[3] = {pick_lat, pick_bw, pick_loss};
-		if (pick[0] >= 0 && pick[0] == pick[1] && pick[1] == pick[2]) {
+		/* One transport ahead on every count measured: say so once. */
+		int same = PICK_NONE, counts = 0;
+		bool one = true;
+		for (int k = 0; k < 3; k++) {
+			if (pick[k] == PICK_NONE)
+				continue;
+			counts++;
+			if (pick[k] < 0 || (same >= 0 && pick[k] != same))
+				one = false;
+			same = pick[k];
+		}
+		if (one && counts > 1) {
+			char list[120] = "";
+			for (int k = 0, m = 0; k < 3; k++) {
+				if (pick[k] == PICK_NONE)
+					continue;
+				size_t ll = strlen(list);
+				bool last = k == 2 || (k == 1 && pick[2] == PICK_NONE);
+				snprintf(list + ll, sizeof(list) - ll, "%s%s",
+					 m++ ? (last ? " and " : ", ") : "", what[k]);
+			}
 			snprintf(
 			    out[(*n)++], 400,
-			    "Which to choose on this path: %s, on every count measured here "
-			    "(small-message latency, bulk transfers, and where packets get lost).",
-			    trs[pick[0]].label);
+			    "Which to choose on this path: %s, on every count measured here (%s).",
+			    trs[same].label, list);
 			return;
 		}
 		for (int k = 0; k < 3 && l < sizeof(w); k++) {
@@ -1276,8 +1375,13 @@ static void cell(double v, const char *fmt)
 
 static void print_table(const struct cmp *c, double duration_s)
 {
-	printf("\nsoftrdma compare: loopback %s, %ld CPUs, %.0f s%s\n\n", c->addr,
-	       sysconf(_SC_NPROCESSORS_ONLN), duration_s, c->o.quick ? " (--quick)" : "");
+	if (c->remote)
+		printf("\nsoftrdma compare: this host (%s, %s) against %s (%s, %s), %.0f s%s\n\n",
+		       c->dev[0], c->dev[1], c->addr, c->sdev[0], c->sdev[1], duration_s,
+		       c->o.quick ? " (--quick)" : "");
+	else
+		printf("\nsoftrdma compare: loopback %s, %ld CPUs, %.0f s%s\n\n", c->addr,
+		       sysconf(_SC_NPROCESSORS_ONLN), duration_s, c->o.quick ? " (--quick)" : "");
 	printf("%-34s", "");
 	for (int t = 0; t < TR_COUNT; t++)
 		printf("%12s", trs[t].label);
@@ -1423,38 +1527,45 @@ static int write_outputs(struct cmp *c, double duration_s)
 
 static void usage(FILE *f)
 {
-	fputs("usage: softrdma compare [options]\n\n"
-	      "Measures RoCEv2 (roce_lo) against iWARP (iwarp_lo) against raw UDP and TCP sockets "
-	      "on\nthe same path (loopback), in one run, each as a server and a client process:\n"
-	      "  - latency: 100 B round trips (RC SEND ping-pong; floors: echo), distribution and "
-	      "jitter\n"
-	      "  - bandwidth and message rate, RDMA WRITE 8 B .. 4 MiB (floors: UDP datagrams, a "
-	      "TCP stream)\n"
-	      "  - CPU time per message on each side\n"
-	      "  - connection set-up time (rdma_cm; floor: TCP connect)\n"
-	      "  - goodput under packet loss 0, 0.01, 0.1 and 1 %: go-back-N RoCE against "
-	      "TCP-based iWARP\n"
-	      "    (root: both through a lossy link between two network namespaces; otherwise "
-	      "RoCE only,\n    with softrdma's loss injection)\n"
-	      "then prints a table and writes a JSON result and a self-contained HTML report.\n\n"
-	      "  -Q, --quick             a short run (about half a minute): fewer sizes, shorter "
-	      "runs\n"
-	      "      --json FILE         the JSON result (default softrdma-compare.json)\n"
-	      "      --html FILE         the HTML report (default softrdma-compare.html)\n"
-	      "  -n, --iters N           latency round trips per transport (default 20000; "
-	      "quick 3000)\n"
-	      "  -D, --duration SECONDS  per bandwidth point (default 1; quick 0.3)\n"
-	      "      --no-loss           skip the goodput-under-loss runs\n"
-	      "  -p, --port PORT         first TCP port to use (default 18600; up to 500 "
-	      "above it)\n"
-	      "      --timeout SECONDS   a silent peer fails a step after this long (default 10)\n"
-	      "  -q, --quiet             no progress display\n"
-	      "  -h, --help              this text\n\n"
-	      "Figures depend on the machine and its load: compare runs everything in one run so "
-	      "that\nthe ratios between the columns hold. Exit status: 0 (all measured), 1 (a "
-	      "step failed:\nsee the errors; the files are still written), 2 (bad usage), 130/143 "
-	      "(SIGINT/SIGTERM).\n",
-	      f);
+	fputs(
+	    "usage: softrdma compare [options]            on this host (loopback)\n"
+	    "       softrdma compare --server [options]   two hosts: the server side\n"
+	    "       softrdma compare [options] SERVER     two hosts: this side, against SERVER\n\n"
+	    "Measures RoCEv2 against iWARP against raw UDP and TCP sockets on the same path, in "
+	    "one\nrun, each as a server and a client process:\n"
+	    "  - latency: 100 B round trips (RC SEND ping-pong; floors: echo), distribution and "
+	    "jitter\n"
+	    "  - bandwidth and message rate, RDMA WRITE 8 B .. 4 MiB (floors: UDP datagrams, a "
+	    "TCP stream)\n"
+	    "  - CPU time per message on each side\n"
+	    "  - connection set-up time (rdma_cm; floor: TCP connect)\n"
+	    "  - goodput under packet loss 0, 0.01, 0.1 and 1 %: go-back-N RoCE against "
+	    "TCP-based iWARP\n"
+	    "    (root: both through a lossy link between two network namespaces; otherwise "
+	    "RoCE only,\n    with softrdma's loss injection; loopback runs only)\n"
+	    "then prints a table and writes a JSON result and a self-contained HTML report.\n"
+	    "On loopback the devices are roce_lo and iwarp_lo; between two hosts, those of the\n"
+	    "interfaces that carry the connection to SERVER on each side.\n\n"
+	    "  -Q, --quick             a short run (about half a minute): fewer sizes, shorter "
+	    "runs\n"
+	    "      --json FILE         the JSON result (default softrdma-compare.json)\n"
+	    "      --html FILE         the HTML report (default softrdma-compare.html)\n"
+	    "  -n, --iters N           latency round trips per transport (default 20000; "
+	    "quick 3000)\n"
+	    "  -D, --duration SECONDS  per bandwidth point (default 1; quick 0.3)\n"
+	    "      --no-loss           skip the goodput-under-loss runs\n"
+	    "      --server            serve the other host's runs (until Ctrl-C)\n"
+	    "  -p, --port PORT         the control port of --server (default 18600); the "
+	    "measurements\n"
+	    "                          use the 499 ports above it (on loopback too)\n"
+	    "      --timeout SECONDS   a silent peer fails a step after this long (default 10)\n"
+	    "  -q, --quiet             no progress display\n"
+	    "  -h, --help              this text\n\n"
+	    "Figures depend on the machine and its load: compare runs everything in one run so "
+	    "that\nthe ratios between the columns hold. Exit status: 0 (all measured), 1 (a "
+	    "step failed:\nsee the errors; the files are still written), 2 (bad usage), 130/143 "
+	    "(SIGINT/SIGTERM).\n",
+	    f);
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out)
@@ -1468,7 +1579,7 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
-enum { O_JSON = 256, O_HTML, O_NOLOSS, O_TIMEOUT };
+enum { O_JSON = 256, O_HTML, O_NOLOSS, O_TIMEOUT, O_SERVER };
 
 static int parse_args(struct opts *o, int argc, char **argv)
 {
@@ -1478,6 +1589,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 					   {"iters", required_argument, NULL, 'n'},
 					   {"duration", required_argument, NULL, 'D'},
 					   {"no-loss", no_argument, NULL, O_NOLOSS},
+					   {"server", no_argument, NULL, O_SERVER},
 					   {"port", required_argument, NULL, 'p'},
 					   {"timeout", required_argument, NULL, O_TIMEOUT},
 					   {"quiet", no_argument, NULL, 'q'},
@@ -1523,6 +1635,9 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		case O_NOLOSS:
 			o->no_loss = true;
 			break;
+		case O_SERVER:
+			o->server = true;
+			break;
 		case 'p':
 			if (parse_num(optarg, 1024, 65535 - 500, &v) || v != (int)v) {
 				fprintf(stderr,
@@ -1557,11 +1672,17 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			goto hint;
 		}
 	}
+	if (optind < argc)
+		o->host = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr,
-			"softrdma compare: unexpected argument '%s' (compare runs on loopback; "
-			"two hosts are not supported yet)\n",
-			argv[optind]);
+			"softrdma compare: one server address at most (got '%s' and '%s')\n",
+			o->host, argv[optind]);
+		goto hint;
+	}
+	if (o->server && o->host) {
+		fprintf(stderr, "softrdma compare: --server takes no address (the client names the "
+				"server)\n");
 		goto hint;
 	}
 	o->lat_iters = iters ? (uint64_t)iters : o->quick ? 3000 : 20000;
@@ -1586,6 +1707,11 @@ static void cleanup(struct cmp *c)
 		}
 	lossy_link_destroy(c->link);
 	c->link = NULL;
+	if (c->ctl >= 0) {
+		line_write(c->ctl, "BYE");
+		close(c->ctl);
+		c->ctl = -1;
+	}
 	if (c->tmp[0])
 		rmdir(c->tmp); /* the steps remove their own files */
 	for (int i = 0; i < c->nerrors; i++)
@@ -1625,7 +1751,11 @@ static int run(struct cmp *c)
 
 	char why[256];
 	bool link_ok = false;
-	if (!c->o.no_loss) {
+	if (c->remote) {
+		snprintf(c->loss_skip, sizeof(c->loss_skip),
+			 "not measured between two hosts (the lossy link is for loopback runs; run "
+			 "compare on one host for it)");
+	} else if (!c->o.no_loss) {
 		if (lossy_link_available(why, sizeof(why)) == 0) {
 			struct lossy_link_cfg cfg = {.loss = 0, .seed = 4791, .mtu = 9000};
 			char err[256] = "";
@@ -1678,6 +1808,218 @@ static int run(struct cmp *c)
 	return 0;
 }
 
+static bool o_remote_or_server(const struct opts *o)
+{
+	return o->host || o->server;
+}
+
+/* ---- two hosts: the server side ---- */
+
+/* One client's session; returns when it leaves, misbehaves, or on SIGINT / SIGTERM (-EINTR). */
+static int serve_session(struct cmp *c, int fd, const char *peer)
+{
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof(me);
+	char why[256] = "", line[CMP_LINE_MAX];
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+	    local_devices((struct sockaddr *)&me, c->sdev[0], c->sdev[1], sizeof(c->sdev[0]), why,
+			  sizeof(why)) < 0) {
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", strerror(errno));
+		printf("%s: refused: %s\n", peer, why);
+		line_write(fd, "ERR %s", why);
+		return 0;
+	}
+	struct child ch = {0};
+	int ret = 0;
+	for (;;) {
+		int r = line_read(fd, line, sizeof(line), CMP_IDLE_S, &stop_signal);
+		if (r == -EINTR) {
+			ret = r;
+			break;
+		}
+		if (r < 0) {
+			printf("%s: %s\n", peer,
+			       r == -ECONNRESET	 ? "left"
+			       : r == -ETIMEDOUT ? "silent too long: dropped"
+						 : "sent a bad line: dropped");
+			break;
+		}
+		struct srv_spec spec;
+		double secs;
+		if (!strcmp(line, "HELLO 1")) {
+			line_write(fd, "OK 1 %s %s", c->sdev[0], c->sdev[1]);
+			printf("%s: connected (devices %s, %s)\n", peer, c->sdev[0], c->sdev[1]);
+		} else if (!strncmp(line, "START ", 6)) {
+			struct argv_b a;
+			struct place pl = {.side = -1};
+			if (ch.pid > 0) {
+				line_write(fd, "ERR a measurement is running already");
+				continue;
+			}
+			if (srv_spec_parse(line + 6, &spec) < 0 ||
+			    srv_argv(&spec, c->sdev[0], c->sdev[1], &a, &pl.transport) < 0) {
+				line_write(fd, "ERR bad START");
+				printf("%s: bad START: dropped\n", peer);
+				break;
+			}
+			r = spawn(c, &ch, "server", a.v, &pl);
+			if (r < 0) {
+				line_write(fd, "ERR cannot start: %s", strerror(-r));
+				continue;
+			}
+			live_pids[0] = ch.pid;
+			if (!c->o.quiet) {
+				printf("%s: running", peer);
+				for (int i = 0; i < a.n; i++)
+					printf(" %s", a.v[i]);
+				printf("\n");
+			}
+			line_write(fd, "STARTED");
+		} else if (sscanf(line, "WAIT %lf", &secs) == 1) {
+			if (ch.pid <= 0) {
+				line_write(fd, "EXIT -1 nothing is running");
+				continue;
+			}
+			if (!(secs >= 0 && secs <= 600))
+				secs = 600;
+			int st = 0;
+			r = wait_child(&ch, now_ns() + (uint64_t)(secs * 1e9), &st);
+			if (r == -EINTR) {
+				ret = r;
+				break;
+			}
+			char tell[200] = "", a[40];
+			int status = r == 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+			if (status != 0) {
+				log_reason(ch.log, tell, sizeof(tell));
+				if (r == 0 && !WIFEXITED(st))
+					snprintf(tell, sizeof(tell), "%s",
+						 status_str(st, a, sizeof(a)));
+				else if (r != 0)
+					snprintf(tell, sizeof(tell), "did not end within %.0f s",
+						 secs);
+			}
+			kill_child(&ch);
+			live_pids[0] = 0;
+			unlink(ch.log);
+			line_write(fd, "EXIT %d %s", status, tell);
+		} else if (!strcmp(line, "BYE")) {
+			printf("%s: done\n", peer);
+			break;
+		} else {
+			line_write(fd, "ERR unknown command");
+			printf("%s: unknown command: dropped\n", peer);
+			break;
+		}
+		fflush(stdout);
+	}
+	kill_child(&ch);
+	live_pids[0] = 0;
+	if (ch.log[0])
+		unlink(ch.log);
+	fflush(stdout);
+	return ret;
+}
+
+/* `softrdma compare --server`: serves clients one after the other until SIGINT / SIGTERM. */
+static int serve(struct cmp *c)
+{
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), zero = 0, one = 1;
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
+				  .sin6_port = htons((uint16_t)c->o.port),
+				  .sin6_addr = IN6ADDR_ANY_INIT};
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->o.port)};
+	if (fd >= 0) {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, (struct sockaddr *)&a6, sizeof(a6)) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) { /* no IPv6 here */
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (fd >= 0 && bind(fd, (struct sockaddr *)&a4, sizeof(a4)) < 0) {
+			fprintf(stderr, "softrdma compare --server: cannot listen on port %d: %s\n",
+				c->o.port, strerror(errno));
+			close(fd);
+			return 1;
+		}
+	}
+	if (fd < 0 || listen(fd, 4) < 0) {
+		fprintf(stderr, "softrdma compare --server: cannot listen on port %d: %s\n",
+			c->o.port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	printf("softrdma compare --server: waiting for clients on TCP port %d (measurements on "
+	       "ports %d..%d; Ctrl-C to stop)\n",
+	       c->o.port, c->o.port + 1, c->o.port + 499);
+	fflush(stdout);
+	int ret = 0;
+	while (!stop_signal) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		struct sockaddr_storage peer;
+		socklen_t pl = sizeof(peer);
+		int cfd = accept4(fd, (struct sockaddr *)&peer, &pl, SOCK_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		char host[INET6_ADDRSTRLEN + 8] = "?";
+		getnameinfo((struct sockaddr *)&peer, pl, host, sizeof(host), NULL, 0,
+			    NI_NUMERICHOST);
+		setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		ret = serve_session(c, cfd, host);
+		close(cfd);
+		if (ret == -EINTR)
+			break;
+	}
+	close(fd);
+	int sig = stop_signal;
+	printf("softrdma compare --server: stopped\n");
+	return sig == SIGTERM ? 143 : 130;
+}
+
+/* Two hosts, this side: the control connection and both sides' devices. */
+static int connect_server(struct cmp *c)
+{
+	char err[256], line[CMP_LINE_MAX];
+	int fd = tcp_dial(c->addr, c->o.port, c->o.timeout_s, &stop_signal, err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr,
+			"softrdma compare: %s (is 'softrdma compare --server' running there?)\n",
+			err);
+		return fd == -EINTR ? fd : -1;
+	}
+	c->ctl = fd;
+	int r = line_write(fd, "HELLO 1");
+	if (r == 0)
+		r = line_read(fd, line, sizeof(line), c->o.timeout_s, &stop_signal);
+	if (r == -EINTR)
+		return r;
+	char roce[64], iwarp[64];
+	if (r < 0 || sscanf(line, "OK 1 %63s %63s", roce, iwarp) != 2) {
+		fprintf(stderr, "softrdma compare: the server %s port %d: %s\n", c->addr, c->o.port,
+			r < 0 ? "no answer" : line);
+		return -1;
+	}
+	snprintf(c->sdev[0], sizeof(c->sdev[0]), "%s", roce);
+	snprintf(c->sdev[1], sizeof(c->sdev[1]), "%s", iwarp);
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof(me);
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+	    local_devices((struct sockaddr *)&me, c->dev[0], c->dev[1], sizeof(c->dev[0]), err,
+			  sizeof(err)) < 0) {
+		fprintf(stderr, "softrdma compare: this side: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--floor"))
@@ -1690,7 +2032,7 @@ int cmd_compare(int argc, char **argv)
 	if (r)
 		return r == 1 ? 0 : 2;
 	char why[256];
-	if (!devices_there(why, sizeof(why))) {
+	if (!o_remote_or_server(&c.o) && !devices_there(why, sizeof(why))) {
 		fprintf(stderr, "softrdma compare: %s\n", why);
 		return 1;
 	}
@@ -1707,7 +2049,13 @@ int cmd_compare(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	c.addr = "127.0.0.1";
+	c.addr = c.o.host ? c.o.host : "127.0.0.1";
+	c.ctl = -1;
+	c.remote = c.o.host != NULL;
+	for (int i = 0; i < 2; i++) {
+		snprintf(c.dev[i], sizeof(c.dev[i]), "%slo", i ? "iwarp_" : "roce_");
+		snprintf(c.sdev[i], sizeof(c.sdev[i]), "%s", c.dev[i]);
+	}
 	c.tty = isatty(2);
 	c.t0_ns = now_ns();
 	time_t now = time(NULL);
@@ -1719,6 +2067,18 @@ int cmd_compare(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (c.o.server) {
+		r = serve(&c);
+		cleanup(&c);
+		return r;
+	}
+	if (c.remote) {
+		r = connect_server(&c);
+		if (r < 0) {
+			cleanup(&c);
+			return r == -EINTR ? (stop_signal == SIGTERM ? 143 : 130) : 1;
+		}
+	}
 	r = run(&c);
 	double duration = (double)(now_ns() - c.t0_ns) / 1e9;
 	if (r == -EINTR) {

@@ -2,7 +2,8 @@
 # `softrdma compare --quick` end to end on loopback: exit 0, every section of the JSON result
 # measured for every transport with sane figures, the HTML report written with its plots, the
 # terminal table and summary printed; bad usage exits 2; SIGINT stops a run promptly with exit
-# 130, leaving no process and no network namespace behind.
+# 130, leaving no process and no network namespace behind; the two-host mode (--server and a
+# client naming it, both on this host).
 set -u
 build=${1:?build directory}
 sr=$build/softrdma
@@ -18,7 +19,7 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 port=$((20000 + RANDOM % 20000))
 
 # Usage errors: exit 2 with a message; --help: exit 0.
-for args in "--bogus" "-n abc" "-D 0" "-p 80" "extra-arg" "--json"; do
+for args in "--bogus" "-n abc" "-D 0" "-p 80" "host1 host2" "--server 127.0.0.1" "--json"; do
 	# shellcheck disable=SC2086
 	"$sr" compare $args >"$dir/out" 2>&1
 	rc=$?
@@ -28,6 +29,14 @@ done
 "$sr" compare --help >"$dir/out" 2>&1 || bad "compare --help: exit $?"
 grep -q "usage: softrdma compare" "$dir/out" || bad "compare --help: no usage"
 echo "ok   usage errors exit 2, --help exits 0"
+# A server that is not there: exit 1 with the reason, within the timeout.
+t0=$(date +%s)
+"$sr" compare --timeout 1 -p "$port" 127.0.0.1 >"$dir/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || bad "no server: exit $rc, expected 1"
+grep -q "cannot connect to 127.0.0.1 port $port within 1 s" "$dir/out" || bad "no server: $(cat "$dir/out")"
+[ $(($(date +%s) - t0)) -le 5 ] || bad "no server: took too long"
+echo "ok   no server: exit 1 with the reason"
 
 # The quick run.
 t0=$(date +%s)
@@ -116,6 +125,51 @@ if ip netns list 2>/dev/null | grep -q "srlink$sid"; then
 	bad "network namespace left after SIGINT"
 fi
 echo "ok   SIGINT: exit $rc after $ms ms, nothing left behind"
+
+# Two hosts, both on this one: `compare --server` and a client naming it. The server refuses
+# garbage and survives it, notices a client that vanishes (and ends its measurement), serves
+# the next one, and stops on SIGINT with exit 130.
+sport=$((port + 2000))
+"$sr" compare --server -p "$sport" >"$dir/server.log" 2>&1 &
+spid=$!
+sleep 0.5
+exec 3<>"/dev/tcp/127.0.0.1/$sport"
+echo "GARBAGE" >&3
+read -r -t 5 reply <&3
+exec 3>&-
+[ "$reply" = "ERR unknown command" ] || bad "--server: garbage got '$reply'"
+"$sr" compare --quick --no-loss -q -p "$sport" --json "$dir/v.json" --html "$dir/v.html" \
+	127.0.0.1 >"$dir/vanish.out" 2>&1 &
+vpid=$!
+sleep 2.5
+kill -9 "$vpid"
+wait "$vpid" 2>/dev/null
+for _ in $(seq 50); do
+	grep -q ": left" "$dir/server.log" && [ -z "$(pgrep -P "$spid")" ] && break
+	sleep 0.2
+done
+grep -q ": left" "$dir/server.log" || bad "--server: a vanished client was not noticed"
+[ -z "$(pgrep -P "$spid")" ] || bad "--server: a measurement outlived its client"
+timeout 300 "$sr" compare --quick --no-loss -p "$sport" --json "$dir/r.json" --html "$dir/r.html" \
+	127.0.0.1 >"$dir/remote.out" 2>"$dir/remote.err"
+rc=$?
+[ $rc -eq 0 ] || { bad "two hosts: exit $rc"; tail -5 "$dir/remote.err" "$dir/remote.out"; }
+python3 - "$dir/r.json" <<'EOF2' || bad "two hosts: the JSON result is not complete"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mode"] == "two hosts" and d["server"] == "127.0.0.1"
+assert all(t.get("server_device") == t.get("device") for t in d["transports"] if t["kind"] == "rdma")
+assert len([s for s in d["latency"]["series"] if "p50_us" in s]) == 4
+assert all(len(s["points"]) == 4 for s in d["bandwidth"]["series"])
+assert "skipped" in d["loss"] and d["errors"] == []
+EOF2
+kill -INT "$spid"
+wait "$spid"
+rc=$?
+[ $rc -eq 130 ] || bad "--server: SIGINT gave exit $rc"
+grep -q "running softrdma lat -d roce_lo" "$dir/server.log" || bad "--server: no log of its runs"
+echo "ok   two hosts (--server on this host): garbage refused, a vanished client noticed, a run" \
+	"served, SIGINT ends it"
 
 [ $fail -eq 0 ] && echo "PASS" || echo "$fail failures"
 [ $fail -eq 0 ]
