@@ -33,7 +33,7 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 # becomes a random port.
 pair() {
 	local tr=$1 label=$2 check=$3 want=$4 scmd=$5 ccmd=$6
-	local port=$((20000 + RANDOM % 20000))
+	local port=$((20000 + RANDOM % 12000))
 	runs=$((runs + 1))
 	local t0=$(date +%s%N)
 	timeout 60 "$build/softrdma" run --transport "$tr" -- ${scmd//PORT/$port} >"$dir/srv" 2>&1 &

@@ -16,7 +16,7 @@ pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 9000)) # + up to 2500: below the ephemeral range (32768-)
 
 # Usage errors: exit 2 with a message; --help: exit 0.
 for args in "--bogus" "-n abc" "-D 0" "-p 80" "host1 host2" "--server 127.0.0.1" "--json"; do

@@ -16,7 +16,7 @@ if grep -q "SOFTRDMA_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
 	export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
 	export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 # the programs' own leaks are not ours
 fi
-export SOFTRDMA_IW_PORT=$((20000 + RANDOM % 20000))
+export SOFTRDMA_IW_PORT=$((20000 + RANDOM % 12000))
 dir=$(mktemp -d)
 srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT

@@ -7,9 +7,9 @@ set -u
 build=${1:?build directory}
 fail=0
 run_pair() { # size, fault spec [device [iWARP CRC policy]]
-	local size=$1 fault=$2 dev=${3:-roce_lo} crc=${4:-peer} port=$((20000 + RANDOM % 20000))
+	local size=$1 fault=$2 dev=${3:-roce_lo} crc=${4:-peer} port=$((20000 + RANDOM % 12000))
 	# The iWARP rendezvous port too is random, so that parallel runs never meet.
-	local rdv=$((20000 + RANDOM % 20000))
+	local rdv=$((20000 + RANDOM % 12000))
 	SOFTRDMA_IW_PORT=$rdv SOFTRDMA_IW_CRC=$crc SOFTRDMA_FAULT="$fault" \
 		timeout 60 "$build/rdma_example" -d "$dev" -p "$port" -s "$size" >/tmp/ex_srv.$$ 2>&1 &
 	local srv=$!

@@ -24,9 +24,9 @@ cleanup() {
 }
 trap cleanup EXIT
 # Random ports, so that parallel runs never meet; the RDMA devices' own ports too.
-export SOFTRDMA_IW_PORT=$((20000 + RANDOM % 20000))
-export SOFTRDMA_UDP_PORT=$((20000 + RANDOM % 20000))
-port=$((40000 + RANDOM % 20000))
+export SOFTRDMA_IW_PORT=$((20000 + RANDOM % 12000))
+export SOFTRDMA_UDP_PORT=$((20000 + RANDOM % 12000))
+port=$((20000 + RANDOM % 10000)) # below the ephemeral range (32768-60999)
 fail=0
 pass=0
 t_start=$SECONDS
@@ -91,8 +91,10 @@ for k in ("t_min", "t_max", "t_typical", "t_avg", "percentile_99", "percentile_9
     assert r[k] > 0, k
 assert r["t_min"] <= r["t_typical"] <= r["percentile_99"] <= r["percentile_99.9"] <= r["t_max"]
 assert r["t_stdev"] >= 0 and r["resends"] >= 0
-assert abs(r["jitter"] - (r["percentile_99"] - r["t_typical"])) < 0.02, r["jitter"]
 c = r["cdf"]
+# jitter = p99 - p50, both nearest-rank (stats_jitter): p50 is the CDF at 0.5, which can differ
+# from t_typical, the median (the mean of the two middle samples of an even count)
+assert c[50][1] == 0.5 and abs(r["jitter"] - (r["percentile_99"] - c[50][0])) < 0.02, r["jitter"]
 assert len(c) == 100 + 7 + 1 and c[-1][1] == 1.0 and abs(c[-1][0] - r["t_max"]) < 0.01
 assert all(a[0] <= b[0] and a[1] < b[1] for a, b in zip(c, c[1:])), "cdf not ascending"
 '

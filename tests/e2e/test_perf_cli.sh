@@ -17,9 +17,9 @@ cleanup() {
 }
 trap cleanup EXIT
 # Random ports, so that parallel runs (and other tests' captures of 4791) never meet.
-export SOFTRDMA_IW_PORT=$((20000 + RANDOM % 20000))
-export SOFTRDMA_UDP_PORT=$((20000 + RANDOM % 20000))
-port=$((40000 + RANDOM % 20000))
+export SOFTRDMA_IW_PORT=$((20000 + RANDOM % 12000))
+export SOFTRDMA_UDP_PORT=$((20000 + RANDOM % 12000))
+port=$((20000 + RANDOM % 12000))
 fail=0
 pass=0
 t_start=$SECONDS

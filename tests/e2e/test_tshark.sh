@@ -15,7 +15,7 @@ for _ in $(seq 50); do grep -q "Capturing on" "$dir/tshark.log" && break; sleep 
 if ! grep -q "Capturing on" "$dir/tshark.log"; then
 	echo "SKIP: cannot capture on lo:"; cat "$dir/tshark.log"; exit 77
 fi
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 # Traffic class 0x48 (DSCP 18, ECN 0) must reach the IP header, as must hop limit 64.
 timeout 60 "$build/rdma_example" -d roce_lo -p "$port" -s 10000 -c 0x48 >"$dir/srv.log" 2>&1 &
 srv=$!
