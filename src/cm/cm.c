@@ -433,8 +433,10 @@ void sr_rdma_destroy_event_channel(struct rdma_event_channel *channel)
 }
 CM_ALIAS(destroy_event_channel);
 
-void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
-		   int status, const struct rdma_conn_param *param, const void *pd, size_t pd_len)
+/* cm_event_post / cm_event_post_ud: the event's param is conn or ud (one of them, or none). */
+static void event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
+		       int status, const struct rdma_conn_param *param,
+		       const struct rdma_ud_param *ud, const void *pd, size_t pd_len)
 {
 	struct cm_channel *ch = owner->ch;
 	struct cm_id *about = evid ? evid : owner;
@@ -454,10 +456,18 @@ void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_t
 	e->ev.listen_id = type == RDMA_CM_EVENT_CONNECT_REQUEST ? &owner->id : NULL;
 	e->ev.event = type;
 	e->ev.status = status;
-	if (param)
+	if (param) {
 		e->ev.param.conn = *param;
-	e->ev.param.conn.private_data = pd_len ? e->pd : NULL;
-	e->ev.param.conn.private_data_len = (uint8_t)pd_len;
+		e->ev.param.conn.private_data = pd_len ? e->pd : NULL;
+		e->ev.param.conn.private_data_len = (uint8_t)pd_len;
+	} else {
+		/* param.ud; also what a parameterless event shows through param.conn, whose
+		 * private data fields are at the same place. */
+		if (ud)
+			e->ev.param.ud = *ud;
+		e->ev.param.ud.private_data = pd_len ? e->pd : NULL;
+		e->ev.param.ud.private_data_len = (uint8_t)pd_len;
+	}
 	if (pd && pd_len)
 		memcpy(e->pd, pd, pd_len);
 	e->owner = owner;
@@ -472,6 +482,18 @@ void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_t
 		/* Cannot happen short of 200 KB of unread events; the reader still finds the
 		 * event at its next byte. */
 	}
+}
+
+void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
+		   int status, const struct rdma_conn_param *param, const void *pd, size_t pd_len)
+{
+	event_post(owner, evid, type, status, param, NULL, pd, pd_len);
+}
+
+void cm_event_post_ud(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
+		      int status, const struct rdma_ud_param *ud, const void *pd, size_t pd_len)
+{
+	event_post(owner, evid, type, status, NULL, ud, pd, pd_len);
 }
 
 static struct cm_event *channel_pop(struct cm_channel *ch)
@@ -658,7 +680,8 @@ static struct cm_id *id_new(struct cm_channel *ch, void *context, enum rdma_port
 	id->id.channel = &ch->ch;
 	id->id.context = context;
 	id->id.ps = ps;
-	id->id.qp_type = IBV_QPT_RC;
+	/* librdmacm rdma_create_id: the port space decides the QP type. */
+	id->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
 	id->state = CM_IDLE;
 	id->next = cm.ids;
 	cm.ids = id;
@@ -688,15 +711,9 @@ static void id_free(struct cm_id *id)
 int sr_rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 		      enum rdma_port_space ps)
 {
-	static bool said;
 	if (!id)
 		return fail(EINVAL);
-	if (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB) {
-		note_once(&said, "RDMA_PS_UDP / RDMA_PS_IPOIB (UD QPs) are not supported yet: "
-				 "rdma_create_id fails with EOPNOTSUPP");
-		return fail(EOPNOTSUPP);
-	}
-	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB)
 		return fail(EINVAL);
 	pthread_once(&atfork_once, atfork_register);
 	cm_lock();
@@ -1166,13 +1183,34 @@ static int start_tcp(struct cm_id *id)
 	return 0;
 }
 
-int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
+static bool said_ud_iwarp;
+
+/* rdma_connect's checks and parameters for a UD id (cm.h "UD ids"): the SIDR_REQ's. Under
+ * the lock; 0 or a positive errno. librdmacm checks no parameters for UD (ucma_valid_param:
+ * RDMA_PS_TCP only). */
+static int connect_ud_params(struct cm_id *id, const struct rdma_conn_param *p)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
-	int err = id->state == CM_ROUTE_RESOLVED ? valid_param(id, p) : EINVAL;
+	if (id->tr == CM_TR_IWARP) {
+		/* siw: iw_cm_connect looks the QP number up and finds no UD QP (none can
+		 * exist on iWARP): EINVAL. */
+		note_once(&said_ud_iwarp, "UD (RDMA_PS_UDP) over iWARP: there are no UD QPs; "
+					  "rdma_connect fails with EINVAL");
+		return EINVAL;
+	}
+	/* IB CM: the SIDR_REQ's private data is 216 bytes, rdma_cm's header included. */
+	if (cm_collect_pd(id, p, CM_SIDR_REQ_PD) < 0)
+		return EINVAL;
+	id->qpn = id->id.qp ? id->id.qp->qp_num : p ? p->qp_num : 0;
+	/* IBTA 12.11.1: a Request ID the reply must echo. */
+	id->req_id = cm_random_psn() << 8 ^ cm_random_psn();
+	return 0;
+}
+
+/* rdma_connect's checks and parameters for an RC id: the REQ's / MPA Request's. Under the
+ * lock; 0 or a positive errno. */
+static int connect_rc_params(struct cm_id *id, const struct rdma_conn_param *p)
+{
+	int err = valid_param(id, p);
 	if (!err && id->tr == CM_TR_IWARP && !id->id.qp) {
 		note_once(&said_self_qp, "self-managed QPs (conn_param->qp_num) are not supported "
 					 "over iWARP: EOPNOTSUPP");
@@ -1180,10 +1218,8 @@ int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 	}
 	if (!err && cm_collect_pd(id, p, id->tr == CM_TR_ROCE ? CM_REQ_PD : CM_IW_PD_MAX) < 0)
 		err = EINVAL;
-	if (err) {
-		cm_unlock();
-		return fail(err);
-	}
+	if (err)
+		return err;
 	const struct ibv_device_attr *da = &id->dev->attr;
 	id->depth = p && p->initiator_depth != RDMA_MAX_INIT_DEPTH
 			? p->initiator_depth
@@ -1196,6 +1232,22 @@ int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 	id->qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
 	id->srq = id->id.qp ? id->id.qp->srq != NULL : p->srq;
 	id->psn = cm_random_psn();
+	return 0;
+}
+
+int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
+{
+	struct cm_id *id = (struct cm_id *)rid;
+	if (!rid)
+		return fail(EINVAL);
+	cm_lock();
+	int err = id->state != CM_ROUTE_RESOLVED ? EINVAL
+		  : cm_is_ud(id)		 ? connect_ud_params(id, p)
+						 : connect_rc_params(id, p);
+	if (err) {
+		cm_unlock();
+		return fail(err);
+	}
 	free(id->connect_pd);
 	id->connect_pd = NULL;
 	id->connect_len = 0;
@@ -1242,6 +1294,14 @@ void cm_connect_failed(struct cm_id *id, int e)
 		/* Nobody listens: the CM at that address rejects (RoCE: invalid service ID,
 		 * with the REJ's private data, all zero; iWARP: the TCP refusal itself). */
 		cm_count(CM_C_refused);
+		if (cm_is_ud(id)) {
+			/* The IB CM answers a SIDR_REQ for a service ID nobody serves with
+			 * status 1 (cm_sidr_req_handler); rdma_cm reports it as UNREACHABLE
+			 * with the reply's private data (cma_sidr_rep_handler). */
+			cm_event_post_ud(id, NULL, RDMA_CM_EVENT_UNREACHABLE, CM_SIDR_UNSUPPORTED,
+					 NULL, NULL, CM_SIDR_REP_PD);
+			return;
+		}
 		cm_qp_to_err(id);
 		if (id->tr == CM_TR_ROCE)
 			cm_event_post(id, NULL, RDMA_CM_EVENT_REJECTED, CM_REJ_INVALID_SERVICE_ID,
@@ -1256,12 +1316,40 @@ void cm_connect_failed(struct cm_id *id, int e)
 	cm_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE, e, NULL, NULL, 0);
 }
 
+/* rdma_accept on a UD id (cm.h "UD ids"): the SIDR_REP, and no event to wait for. librdmacm
+ * checks no parameters for UD, and a synchronous id's CONNECT_REQUEST is acked here. */
+static int accept_ud(struct cm_id *id, const struct rdma_conn_param *p)
+{
+	int err = id->state == CM_REQ_RCVD && (id->id.qp || p) ? 0 : EINVAL;
+	size_t len = p && p->private_data ? p->private_data_len : 0;
+	if (!err && len > CM_SIDR_REP_PD)
+		err = EINVAL; /* ib_send_cm_sidr_rep: 136 bytes at most */
+	if (!err) {
+		id->qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
+		id->pd_len = (uint8_t)len;
+		if (len)
+			memcpy(id->pd, p->private_data, len);
+		int r = cm_roce_accept(id, p);
+		err = r < 0 ? -r : 0;
+	}
+	if (!err && id->sync && id->id.event) {
+		ack_locked((struct cm_event *)id->id.event);
+		id->id.event = NULL;
+	}
+	return err;
+}
+
 int sr_rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 {
 	struct cm_id *id = (struct cm_id *)rid;
 	if (!rid)
 		return fail(EINVAL);
 	cm_lock();
+	if (cm_is_ud(id)) {
+		int e = accept_ud(id, p);
+		cm_unlock();
+		return e ? fail(e) : 0;
+	}
 	int err = id->state == CM_REQ_RCVD ? valid_param(id, p) : EINVAL;
 	if (!err && id->tr == CM_TR_IWARP && !id->id.qp) {
 		note_once(&said_self_qp, "self-managed QPs (conn_param->qp_num) are not supported "
@@ -1326,6 +1414,17 @@ int sr_rdma_disconnect(struct rdma_cm_id *rid)
 	if (!rid)
 		return fail(EINVAL);
 	cm_lock();
+	if (cm_is_ud(id)) {
+		/* librdmacm: the QP to ERR (ucma_shutdown); the kernel has no connection to end
+		 * (rdma_disconnect finds the SIDR's IB CM id idle: neither DREQ nor DREP goes
+		 * out) and reports no event. EINVAL before a request was made or received. */
+		bool had = id->state == CM_CONNECTING || id->state == CM_REQ_RCVD ||
+			   id->state == CM_ESTABLISHED || id->state == CM_CLOSED;
+		if (had)
+			cm_qp_to_err(id);
+		cm_unlock();
+		return had ? 0 : fail(EINVAL);
+	}
 	int r = -EINVAL;
 	if (id->tr == CM_TR_ROCE)
 		r = cm_roce_disconnect(id);
@@ -1473,6 +1572,15 @@ void cm_incoming_request(struct cm_id *id, const struct rdma_conn_param *param, 
 	cm_event_post(lis, id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, param, pd, pd_len);
 }
 
+void cm_incoming_request_ud(struct cm_id *id, const void *pd, size_t pd_len)
+{
+	struct cm_id *lis = id->listener;
+	id->state = CM_REQ_RCVD;
+	id->deadline = 0;
+	id_sync_route(id);
+	cm_event_post_ud(lis, id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, NULL, pd, pd_len);
+}
+
 static void incoming_new(struct cm_id *lis, struct io_tcp_conn *tcp, uint64_t now)
 {
 	struct cm_id *c = id_new(lis->ch, lis->id.context, lis->id.ps);
@@ -1565,6 +1673,12 @@ static bool incoming_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 		}
 	}
 	/* The 4 bytes stay in rx: the protocol takes them from there. */
+	if (!memcmp(id->rx, mpa, 4) && cm_is_ud(id)) {
+		/* An MPA Request to a UD listener: iWARP has no UD (closed, as a request of
+		 * the other transport). */
+		cm_count(CM_C_wrong_transport);
+		return false;
+	}
 	if (!memcmp(id->rx, mpa, 4))
 		return cm_iw_incoming(id, now, wake);
 	return cm_roce_incoming(id, now, wake);

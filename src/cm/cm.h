@@ -61,9 +61,39 @@
  * it; the thread is woken at every such close, and rdma_destroy_id of a listener waits until
  * it has let go, so that the port can be bound again at once (perftest -R re-listens on it).
  *
+ * ---- UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB: udaddy): SIDR, RoCEv2 only ----
+ * As the kernel's rdma_cm (cma_resolve_ib_udp, cma_sidr_rep_handler, cma_send_sidr_rep) over
+ * the IB CM's SIDR exchange (IBTA 12.11), carried like the other messages on a TCP connection
+ * to the listener's address and port (cm_msg.h SIDR_REQ / SIDR_REP), which closes after the
+ * reply. The id's qp_type is IBV_QPT_UD; rdma_create_qp takes the UD QP to INIT (Q_Key
+ * RDMA_UDP_QKEY, 0x01234567, for both port spaces: on RoCE there is no IPoIB broadcast group
+ * whose Q_Key PS_IPOIB would take), RTR and RTS (SQ PSN 0), as librdmacm's ucma_init_ud_qp.
+ *   active   rdma_connect sends SIDR_REQ (private data up to 180 bytes) and gets ESTABLISHED
+ *            with param.ud: ah_attr (GRH: dgid the peer's address, sgid_index ours, hop limit
+ *            64, traffic class = TOS; dlid 0, port 1), the peer's qp_num and qkey, and the
+ *            reply's 136 bytes of private data. A non-zero SIDR status is UNREACHABLE with
+ *            that status (1 nobody listens / wrong port space, 2 rdma_reject) and the 136
+ *            bytes; no answer: UNREACHABLE -ETIMEDOUT; the peer gone or garbage: UNREACHABLE
+ *            with -ECONNRESET / -EPROTO. A reply whose Q_Key is not the QP's: ADDR_ERROR
+ *            -EINVAL (cma_set_qkey).
+ *   passive  CONNECT_REQUEST with param.ud holding only the private data (180 bytes): a
+ *            SIDR_REQ carries neither the requester's QPN nor its Q_Key (the kernel leaves
+ *            ah_attr, qp_num, qkey 0 too); the server learns them from the first datagram
+ *            (udaddy: ibv_create_ah_from_wc, the immediate data). rdma_accept sends SIDR_REP
+ *            (status 0, its QPN, the Q_Key, up to 136 bytes) and reports nothing more: no
+ *            ESTABLISHED on the passive side, as in the kernel. rdma_reject: status 2.
+ *   both     rdma_disconnect moves the QP to ERR (librdmacm ucma_shutdown) and reports no
+ *            event: there is no connection to tear down.
+ * iWARP has no UD: rdma_create_id and the resolves work as with siw, rdma_create_qp(UD) fails
+ * with EOPNOTSUPP (siw_create_qp: RC only), rdma_connect with EINVAL (iw_cm_connect finds no
+ * QP of that number). A PS_UDP listener takes the TCP port of its number, so it cannot share
+ * a port with a PS_TCP listener (the kernel's port spaces are separate); a request of the
+ * other kind reaching a listener is refused as the IB CM refuses an unknown service ID (REJ
+ * 8 / SIDR status 1).
+ *
  * ---- Not here ----
- * UD (RDMA_PS_UDP, RDMA_PS_IPOIB: udaddy, mckey): EOPNOTSUPP until UD QPs exist. Multicast,
- * ECE, rsockets: the shim (abi/rdmacm.c) fails them with ENOSYS. XRC (rdma_xserver): no XRC.
+ * Multicast (mckey), ECE, rsockets: the shim (abi/rdmacm.c) fails them with ENOSYS. XRC
+ * (rdma_xserver): no XRC. SIDR to a PS_IB listener (the kernel's PS_IB takes both kinds).
  *
  * Lock order: the CM lock, then a context's core lock (verbs calls); never the reverse. */
 #ifndef SOFTRDMA_CM_H
@@ -147,6 +177,9 @@ enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
 	X(rx_unexpected, "connections closed: a message not valid in the connection's state")      \
 	X(rx_mpa_failed, "connections closed: the MPA exchange failed (protocol error)")           \
 	X(wrong_transport, "requests closed: iWARP to a RoCE listener or the reverse")             \
+	X(req_sidr, "RoCE SIDR requests received (UD ids)")                                        \
+	X(wrong_port_space, "requests refused: RC to a UD listener or SIDR to an RC one")          \
+	X(sidr_unknown, "SIDR replies dropped: not for the request outstanding")                   \
 	X(backlog_full, "times a listener stopped accepting: backlog of pending requests full")    \
 	X(disconnects, "connections disconnected")
 
@@ -255,6 +288,7 @@ struct cm_id {
 	bool srq;
 	uint8_t pd[CM_PD_MAX];
 	uint8_t pd_len;
+	uint32_t req_id; /* UD (SIDR): active ours, passive the requester's */
 	uint32_t peer_qpn, peer_psn;
 	uint8_t peer_gid[16];
 	uint8_t peer_rr, peer_depth, peer_retry, peer_rnr, mtu;
@@ -292,6 +326,16 @@ struct cm_id *cm_id_new_sync(void *context, enum rdma_port_space ps);
 void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
 		   int status, const struct rdma_conn_param *param, const void *pd, size_t pd_len);
 
+/* The same for the events of UD ids, whose parameters are param.ud (ud NULL: zeros). */
+void cm_event_post_ud(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
+		      int status, const struct rdma_ud_param *ud, const void *pd, size_t pd_len);
+
+/* A UD id (RDMA_PS_UDP / RDMA_PS_IPOIB: librdmacm's rdma_create_id gives it IBV_QPT_UD). */
+static inline bool cm_is_ud(const struct cm_id *id)
+{
+	return id->id.qp_type == IBV_QPT_UD;
+}
+
 /* Finishes a connection: sends data[0..len) (best effort, in the background if the socket is
  * full), then closes. Takes tcp. */
 void cm_linger(struct io_tcp_conn *tcp, const uint8_t *data, size_t len);
@@ -321,6 +365,8 @@ int cm_incoming_device(struct cm_id *id, enum cm_transport tr);
  * listener's channel (param: what the peer announced; pd: its private data). */
 void cm_incoming_request(struct cm_id *id, const struct rdma_conn_param *param, const void *pd,
 			 size_t pd_len);
+/* The same for a UD id's SIDR request: param.ud all zero but the private data. */
+void cm_incoming_request_ud(struct cm_id *id, const void *pd, size_t pd_len);
 
 /* ---- cm_roce.c: the interim RoCE protocol ---- */
 void cm_roce_start(struct cm_id *id, uint64_t now); /* active: TCP is up: send the REQ */

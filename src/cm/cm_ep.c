@@ -151,12 +151,9 @@ int sr_rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct
 {
 	if (!out || !res)
 		return fail(EINVAL);
-	if (res->ai_port_space == RDMA_PS_UDP || res->ai_port_space == RDMA_PS_IPOIB ||
-	    res->ai_qp_type == IBV_QPT_UD) {
-		struct rdma_cm_id *probe;
-		/* The same refusal (and note) as rdma_create_id's. */
-		return sr_rdma_create_id(NULL, &probe, NULL, RDMA_PS_UDP);
-	}
+	if (res->ai_port_space != RDMA_PS_TCP && res->ai_port_space != RDMA_PS_IB &&
+	    res->ai_port_space != RDMA_PS_UDP && res->ai_port_space != RDMA_PS_IPOIB)
+		return fail(EINVAL);
 	struct cm_id *id = cm_id_new_sync(NULL, (enum rdma_port_space)res->ai_port_space);
 	if (!id)
 		return fail(ENOMEM);

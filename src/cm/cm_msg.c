@@ -6,6 +6,8 @@
 
 #define BODY_ADDR 32 /* REQ and REP: qpn, psn, gid, the byte fields, reserved */
 #define BODY_REJ  4  /* reason, reserved */
+#define BODY_SREQ 16 /* request ID, P_Key, reserved, service ID */
+#define BODY_SREP 16 /* request ID, status, reserved, QPN, Q_Key */
 
 static const struct {
 	const char *name;
@@ -18,6 +20,8 @@ static const struct {
     [CM_MSG_REJ] = {"REJ", CM_MSG_HDR + BODY_REJ + CM_REJ_PD, CM_REJ_PD},
     [CM_MSG_DREQ] = {"DREQ", CM_MSG_HDR, 0},
     [CM_MSG_DREP] = {"DREP", CM_MSG_HDR, 0},
+    [CM_MSG_SIDR_REQ] = {"SIDR_REQ", CM_MSG_HDR + BODY_SREQ + CM_SIDR_REQ_PD, CM_SIDR_REQ_PD},
+    [CM_MSG_SIDR_REP] = {"SIDR_REP", CM_MSG_HDR + BODY_SREP + CM_SIDR_REP_PD, CM_SIDR_REP_PD},
 };
 
 static bool known(uint8_t type)
@@ -112,6 +116,8 @@ static void get_bytes(struct rcur *r, uint8_t *b, size_t n)
 
 static bool fields_ok(const struct cm_msg *m)
 {
+	if (m->type == CM_MSG_SIDR_REP)
+		return m->qpn <= 0xFFFFFF && m->status <= CM_SIDR_UNSUPPORTED_VERSION;
 	if (m->type != CM_MSG_REQ && m->type != CM_MSG_REP)
 		return true;
 	return m->qpn <= 0xFFFFFF && m->psn <= 0xFFFFFF && m->retry <= 7 && m->rnr <= 7 &&
@@ -149,6 +155,21 @@ int cm_msg_build(const struct cm_msg *m, uint8_t *buf, size_t cap)
 	case CM_MSG_REJ:
 		put16(&w, m->reason);
 		put16(&w, 0);
+		break;
+	case CM_MSG_SIDR_REQ:
+		put32(&w, m->req_id);
+		put16(&w, m->pkey);
+		put16(&w, 0);
+		put32(&w, (uint32_t)(m->sid >> 32));
+		put32(&w, (uint32_t)m->sid);
+		break;
+	case CM_MSG_SIDR_REP:
+		put32(&w, m->req_id);
+		put8(&w, m->status);
+		put8(&w, 0);
+		put16(&w, 0);
+		put32(&w, m->qpn);
+		put32(&w, m->qkey);
 		break;
 	default:
 		break;
@@ -202,6 +223,23 @@ int cm_msg_parse(const uint8_t *buf, size_t len, struct cm_msg *out, size_t *nee
 	case CM_MSG_REJ:
 		m.reason = get16(&r);
 		get16(&r);
+		break;
+	case CM_MSG_SIDR_REQ:
+		m.req_id = get32(&r);
+		m.pkey = get16(&r);
+		get16(&r);
+		m.sid = (uint64_t)get32(&r) << 32;
+		m.sid |= get32(&r);
+		break;
+	case CM_MSG_SIDR_REP:
+		m.req_id = get32(&r);
+		m.status = get8(&r);
+		get8(&r);
+		get16(&r);
+		m.qpn = get32(&r);
+		m.qkey = get32(&r);
+		if (!fields_ok(&m))
+			return -EBADMSG;
 		break;
 	default:
 		break;

@@ -1,7 +1,8 @@
 /* QPs and SRQs on rdma_cm ids (librdmacm semantics, verbs-abi.md 6.5): rdma_create_qp creates
  * the QP on id->verbs (the id's default PD when none is given; completion queues and channels
  * of its own when the attributes name none, with the id as their context) and moves it to INIT
- * with rdma_init_qp_attr's attributes; the CM moves it on at connect / accept. */
+ * with rdma_init_qp_attr's attributes; the CM moves it on at connect / accept. A UD id's QP
+ * (UD, RoCE only) goes on to RTR and RTS at once, as librdmacm's ucma_init_ud_qp does. */
 #define _GNU_SOURCE
 #include "cm/cm.h"
 
@@ -96,7 +97,12 @@ int sr_rdma_create_qp_ex(struct rdma_cm_id *rid, struct ibv_qp_init_attr_ex *att
 	/* softrdma's QPs take the basic attributes only (ibv_create_qp). */
 	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
 		return fail(EOPNOTSUPP);
-	if (attr->qp_type != IBV_QPT_RC)
+	bool ud = cm_is_ud(id);
+	if (ud && id->tr == CM_TR_IWARP)
+		return fail(EOPNOTSUPP); /* siw_create_qp: RC QPs only */
+	if (ud && attr->qp_type != IBV_QPT_UD)
+		return fail(EINVAL); /* librdmacm: a UD id's QP state steps fail on others */
+	if (!ud && attr->qp_type != IBV_QPT_RC)
 		return fail(EOPNOTSUPP);
 	if ((rid->recv_cq && attr->recv_cq && rid->recv_cq != attr->recv_cq) ||
 	    (rid->send_cq && attr->send_cq && rid->send_cq != attr->send_cq))
@@ -117,15 +123,20 @@ int sr_rdma_create_qp_ex(struct rdma_cm_id *rid, struct ibv_qp_init_attr_ex *att
 		destroy_cqs(rid);
 		return fail(e);
 	}
-	/* librdmacm ucma_init_conn_qp: INIT with the CM's attributes. */
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT};
-	int mask;
-	cm_lock();
-	r = id->tr == CM_TR_IWARP ? cm_iw_init_qp_attr(id, &a, &mask)
-				  : cm_roce_init_qp_attr(id, &a, &mask);
-	cm_unlock();
-	if (r == 0)
-		r = -ibv_modify_qp(qp, &a, mask);
+	/* librdmacm ucma_init_conn_qp: INIT with the CM's attributes; ucma_init_ud_qp: INIT, RTR
+	 * and RTS. */
+	static const enum ibv_qp_state steps[] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
+	r = 0;
+	for (size_t i = 0; r == 0 && i < (ud ? 3u : 1u); i++) {
+		struct ibv_qp_attr a = {.qp_state = steps[i]};
+		int mask;
+		cm_lock();
+		r = id->tr == CM_TR_IWARP ? cm_iw_init_qp_attr(id, &a, &mask)
+					  : cm_roce_init_qp_attr(id, &a, &mask);
+		cm_unlock();
+		if (r == 0)
+			r = -ibv_modify_qp(qp, &a, mask);
+	}
 	if (r < 0) {
 		ibv_destroy_qp(qp);
 		destroy_cqs(rid);

@@ -10,7 +10,13 @@
  *   both     ESTABLISHED    DREQ (-> DREP, DISCONNECTED)
  *            DISCONNECTING  DREP, DREQ (both sides disconnected at once)
  * The connection's loss: before the REP UNREACHABLE, after it CONNECT_ERROR, once connected
- * DISCONNECTED (status -ECONNRESET, or -EPROTO for a protocol error). */
+ * DISCONNECTED (status -ECONNRESET, or -EPROTO for a protocol error).
+ *
+ * UD ids (SIDR, IBTA 12.11; cm.h "UD ids"): the active side sends SIDR_REQ and takes only
+ * SIDR_REP (ESTABLISHED, or UNREACHABLE with its status); its loss before that is UNREACHABLE
+ * whatever the cause. The passive side takes nothing after the SIDR_REQ: rdma_accept /
+ * rdma_reject send the SIDR_REP as the last message; a requester that goes away meanwhile
+ * changes nothing (SIDR keeps no connection: the reply would just be lost). */
 #define _GNU_SOURCE
 #include "cm/cm.h"
 
@@ -108,12 +114,39 @@ static void qp_limits(const struct cm_id *id, uint8_t *rr, uint8_t *depth)
 	*depth = cap8(d, (unsigned)da->max_qp_init_rd_atom);
 }
 
+/* A UD id's QP (librdmacm ucma_init_ud_qp): INIT with the P_Key index, port and Q_Key
+ * (kernel cma_ib_init_qp_attr, cma_set_qkey: RDMA_UDP_QKEY), RTR with nothing more, RTS with
+ * SQ PSN 0. (The kernel answers every state with INIT's set, which verbs refuse for INIT ->
+ * RTR on UD (IBTA 11.2.5.1: the port is not modifiable then): librdmacm only asks for INIT.) */
+static int ud_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
+{
+	switch (a->qp_state) {
+	case IBV_QPS_INIT:
+		a->pkey_index = 0;
+		a->port_num = id->id.port_num ? id->id.port_num : 1;
+		a->qkey = RDMA_UDP_QKEY;
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+		return 0;
+	case IBV_QPS_RTR:
+		*mask = IBV_QP_STATE;
+		return 0;
+	case IBV_QPS_RTS:
+		a->sq_psn = 0;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 int cm_roce_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 {
 	enum ibv_qp_state want = a->qp_state;
 	uint8_t rr, depth;
 	memset(a, 0, sizeof(*a));
 	a->qp_state = want;
+	if (cm_is_ud(id))
+		return ud_init_qp_attr(id, a, mask);
 	switch (want) {
 	case IBV_QPS_INIT:
 		a->pkey_index = 0;
@@ -190,8 +223,27 @@ static int qp_to_rts(struct cm_id *id)
 
 /* ---- the protocol ---- */
 
+/* rdma_cm's service ID for the id's port space and the destination port (cma_get_service_id;
+ * IBTA A3.2.3 for the IP-based ranges). */
+static uint64_t service_id(enum rdma_port_space ps, uint16_t port)
+{
+	return (uint64_t)ps << 16 | port;
+}
+
 void cm_roce_start(struct cm_id *id, uint64_t now)
 {
+	if (cm_is_ud(id)) {
+		/* kernel cma_resolve_ib_udp: SIDR_REQ for the port's service ID. */
+		struct cm_msg m = {.type = CM_MSG_SIDR_REQ,
+				   .req_id = id->req_id,
+				   .pkey = 0xFFFF,
+				   .sid = service_id(id->id.ps, id->rport)};
+		msg_fill_pd(&m, id->pd, id->pd_len);
+		msg_queue(id, &m);
+		id->deadline = now + cm_timeout_ns();
+		id->ev = POLLIN;
+		return;
+	}
 	struct cm_msg m = {.type = CM_MSG_REQ,
 			   .qpn = id->qpn & 0xFFFFFF,
 			   .psn = id->psn,
@@ -213,6 +265,16 @@ static void conn_lost(struct cm_id *id, int err)
 {
 	enum cm_state s = id->state;
 	cm_conn_drop(id, true);
+	if (cm_is_ud(id)) {
+		/* SIDR: the request failed (UNREACHABLE, as the IB CM's SIDR_REQ_ERROR), or
+		 * there is nothing to lose (passive: the reply would just be lost). */
+		if (s == CM_CONNECTING) {
+			id->state = CM_CLOSED;
+			cm_count(err == -ETIMEDOUT ? CM_C_timeouts : CM_C_lost);
+			cm_event_post_ud(id, NULL, RDMA_CM_EVENT_UNREACHABLE, err, NULL, NULL, 0);
+		}
+		return;
+	}
 	switch (s) {
 	case CM_CONNECTING:
 		id->state = CM_CLOSED;
@@ -333,9 +395,60 @@ void cm_roce_notify_established(struct cm_id *id)
 	established_passive(id);
 }
 
+/* The SIDR_REP to our SIDR_REQ (kernel cma_sidr_rep_handler). */
+static void on_sidr_rep(struct cm_id *id, const struct cm_msg *m)
+{
+	if (m->req_id != id->req_id) {
+		/* IB CM cm_sidr_rep_handler: a reply matching no outstanding request is
+		 * dropped; ours may still come (or the timeout). */
+		cm_count(CM_C_sidr_unknown);
+		return;
+	}
+	cm_conn_drop(id, false);
+	id->state = CM_CLOSED;
+	if (m->status != CM_SIDR_SUCCESS) {
+		cm_count(CM_C_rejects_rcvd);
+		cm_event_post_ud(id, NULL, RDMA_CM_EVENT_UNREACHABLE, m->status, NULL, m->pd,
+				 CM_SIDR_REP_PD);
+		return;
+	}
+	/* cma_set_qkey: the QP's Q_Key is set; a reply naming another cannot be used. */
+	if (id->id.qp && m->qkey && m->qkey != RDMA_UDP_QKEY) {
+		cm_event_post_ud(id, NULL, RDMA_CM_EVENT_ADDR_ERROR, -EINVAL, NULL, NULL, 0);
+		return;
+	}
+	int sgid = cm_gid_index(id->dev, id->laddr);
+	if (sgid < 0) {
+		cm_event_post_ud(id, NULL, RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL, NULL, NULL, 0);
+		return;
+	}
+	/* ib_init_ah_attr_from_path on the resolved route, as the kernel reports it for RoCE:
+	 * GRH required, no LID. */
+	struct rdma_ud_param ud;
+	memset(&ud, 0, sizeof(ud));
+	ud.ah_attr.is_global = 1;
+	ud.ah_attr.port_num = id->id.port_num ? id->id.port_num : 1;
+	ud.ah_attr.grh.sgid_index = (uint8_t)sgid;
+	ud.ah_attr.grh.hop_limit = HOP_LIMIT;
+	ud.ah_attr.grh.traffic_class = id->tos;
+	memcpy(ud.ah_attr.grh.dgid.raw, id->raddr, 16);
+	ud.qp_num = m->qpn;
+	ud.qkey = m->qkey;
+	id->state = CM_ESTABLISHED;
+	cm_count(CM_C_established);
+	cm_event_post_ud(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, &ud, m->pd, CM_SIDR_REP_PD);
+}
+
 /* A whole message arrived on an id past INCOMING. */
 static void on_msg(struct cm_id *id, const struct cm_msg *m)
 {
+	if (cm_is_ud(id)) {
+		if (id->state == CM_CONNECTING && m->type == CM_MSG_SIDR_REP)
+			return on_sidr_rep(id, m);
+		cm_count(CM_C_rx_unexpected);
+		conn_lost(id, -EPROTO);
+		return;
+	}
 	switch (id->state) {
 	case CM_CONNECTING:
 		if (m->type == CM_MSG_REP)
@@ -411,6 +524,41 @@ static int read_msg(struct cm_id *id, struct cm_msg *m)
 	}
 }
 
+static void send_sidr_rep(struct cm_id *id, uint8_t status, uint32_t qpn, const void *pd,
+			  size_t len)
+{
+	struct cm_msg m = {.type = CM_MSG_SIDR_REP,
+			   .req_id = id->req_id,
+			   .status = status,
+			   .qpn = qpn & 0xFFFFFF,
+			   .qkey = status == CM_SIDR_SUCCESS ? RDMA_UDP_QKEY : 0};
+	msg_fill_pd(&m, pd, len);
+	if (status != CM_SIDR_SUCCESS)
+		cm_count(CM_C_rejects_sent);
+	send_last(id, &m);
+}
+
+/* A SIDR_REQ on an incoming connection (kernel cma_ib_req_handler for SIDR; IB CM
+ * cm_sidr_req_handler). Returns false when the connection is to be dropped. */
+static bool sidr_incoming(struct cm_id *id, const struct cm_msg *m)
+{
+	id->req_id = m->req_id;
+	/* The IB CM answers status 1 for a service ID nobody serves: an RC listener (another
+	 * port space), or one bound to an iWARP device. */
+	bool served = cm_is_ud(id) && m->sid == service_id(id->id.ps, id->lport);
+	if (!served || cm_incoming_device(id, CM_TR_ROCE) < 0) {
+		cm_count(served ? CM_C_wrong_transport : CM_C_wrong_port_space);
+		send_sidr_rep(id, CM_SIDR_UNSUPPORTED, 0, NULL, 0);
+		return false;
+	}
+	cm_count(CM_C_req_sidr);
+	id->passive = true;
+	memcpy(id->peer_gid, id->raddr, 16);
+	id->ev = POLLIN;
+	cm_incoming_request_ud(id, m->pd, CM_SIDR_REQ_PD);
+	return true;
+}
+
 bool cm_roce_incoming(struct cm_id *id, uint64_t now, uint64_t *wake)
 {
 	(void)now; /* the deadline is the caller's */
@@ -427,8 +575,17 @@ bool cm_roce_incoming(struct cm_id *id, uint64_t now, uint64_t *wake)
 		cm_count(r == -ECONNRESET ? CM_C_lost : parse_error_counter(r));
 		return false;
 	}
+	if (m.type == CM_MSG_SIDR_REQ)
+		return sidr_incoming(id, &m);
 	if (m.type != CM_MSG_REQ) {
 		cm_count(CM_C_rx_unexpected);
+		return false;
+	}
+	if (cm_is_ud(id)) {
+		/* A REQ for a UD listener's port: the IB CM finds no listener for that service
+		 * ID (the port spaces differ) and rejects. */
+		cm_count(CM_C_wrong_port_space);
+		send_rej(id, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return false;
 	}
 	int d = cm_incoming_device(id, CM_TR_ROCE);
@@ -506,6 +663,15 @@ void cm_roce_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p)
 {
 	(void)p;
+	if (cm_is_ud(id)) {
+		/* cma_send_sidr_rep: our QPN and Q_Key; no connection, no event follows. A
+		 * requester gone meanwhile just misses the reply. */
+		if (id->tcp)
+			send_sidr_rep(id, CM_SIDR_SUCCESS, id->qpn, id->pd, id->pd_len);
+		id->state = CM_ESTABLISHED;
+		cm_count(CM_C_established);
+		return 0;
+	}
 	if (!id->tcp)
 		return -ECONNRESET; /* the peer went away: CONNECT_ERROR is out */
 	int r = qp_to_rts(id);
@@ -537,6 +703,16 @@ int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p)
 
 int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len)
 {
+	if (cm_is_ud(id)) {
+		/* rdma_reject on a UD id: SIDR_REP with status 2 (cma_send_sidr_rep
+		 * IB_SIDR_REJECT) and the private data, 136 bytes at most. */
+		if (len > CM_SIDR_REP_PD)
+			return -EINVAL;
+		if (id->tcp)
+			send_sidr_rep(id, CM_SIDR_REJECT, 0, pd, len);
+		id->state = CM_CLOSED;
+		return 0;
+	}
 	if (len > CM_REJ_PD)
 		return -EINVAL;
 	if (id->tcp)
@@ -594,6 +770,9 @@ void cm_roce_destroy(struct cm_id *id)
 		/* IB CM: destroying a connected id sends a DREQ; the peer disconnects. */
 		struct cm_msg dreq = {.type = CM_MSG_DREQ};
 		send_last(id, &dreq);
+	} else if (id->state == CM_REQ_RCVD && cm_is_ud(id)) {
+		/* IB CM cm_destroy_id in SIDR_REQ_RCVD: rejected. */
+		send_sidr_rep(id, CM_SIDR_REJECT, 0, NULL, 0);
 	} else if (id->state == CM_REQ_RCVD) {
 		send_rej(id, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 	}

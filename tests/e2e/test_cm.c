@@ -17,10 +17,17 @@
  *   - the synchronous API of rdma_server / rdma_client (rdma_getaddrinfo, rdma_create_ep,
  *     rdma_get_request, NULL channels);
  *   - IPv6 (::1) connect and SEND;
+ *   - UD (RDMA_PS_UDP, SIDR) on RoCE: UD QPs at RTS with RDMA_UDP_QKEY, CONNECT_REQUEST and
+ *     ESTABLISHED as the kernel reports them (param.ud: private data 180 / 136, ah_attr,
+ *     qp_num, qkey), datagrams both ways with the event's AH and one from the completion,
+ *     rdma_disconnect (no event), reject (UNREACHABLE 2), nobody listening and the other port
+ *     space (UNREACHABLE 1 / REJECTED 8), bad SIDR bytes both ways (a stray reply dropped,
+ *     garbage, cut short), a requester gone before the reply; on iWARP: rdma_create_qp(UD)
+ *     EOPNOTSUPP, rdma_connect EINVAL;
  * and, once: the RoCE CM message codec, rdma_getaddrinfo, non-blocking channels (EAGAIN),
  * rdma_destroy_id waiting for its events' acks and dropping those never handed out, a reader
  * blocked in rdma_get_cm_event staying blocked when its channel is destroyed, rdma_migrate_id,
- * options, address errors, RDMA_PS_UDP refused, rdma_get_devices, a wildcard (::) listener
+ * options, address errors, port spaces and QP types, rdma_get_devices, a wildcard (::) listener
  * serving both transports and both families, and requests of the other transport refused by a
  * listener bound to one device. Every wait is bounded (SOFTRDMA_CM_TIMEOUT=2000 and poll
  * timeouts); peers are this program re-executed (--peer ...), killed by their PID. */
@@ -239,11 +246,11 @@ struct listener {
 	uint16_t port;
 };
 
-static void listen_on(struct listener *l, const char *ip)
+static void listen_ps(struct listener *l, const char *ip, enum rdma_port_space ps)
 {
 	l->ch = rdma_create_event_channel();
 	REQUIRE(l->ch);
-	REQUIRE(rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_create_id(l->ch, &l->id, l, ps) == 0);
 	struct sockaddr_storage a = addr_of(ip, 0);
 	REQUIRE(rdma_bind_addr(l->id, (struct sockaddr *)&a) == 0);
 	CHECK(l->id->verbs && !strcmp(ibv_get_device_name(l->id->verbs->device), dev_name));
@@ -252,19 +259,25 @@ static void listen_on(struct listener *l, const char *ip)
 	CHECK(l->port != 0);
 }
 
+static void listen_on(struct listener *l, const char *ip)
+{
+	listen_ps(l, ip, RDMA_PS_TCP);
+}
+
 static void listener_free(struct listener *l)
 {
 	CHECK_EQ(rdma_destroy_id(l->id), 0);
 	rdma_destroy_event_channel(l->ch);
 }
 
-/* An active id on its own channel with its route resolved to ip:port. */
-static struct rdma_cm_id *resolved_id(struct rdma_event_channel **ch, const char *ip, uint16_t port)
+/* An active id of port space ps on its own channel with its route resolved to ip:port. */
+static struct rdma_cm_id *resolved_ps(struct rdma_event_channel **ch, const char *ip, uint16_t port,
+				      enum rdma_port_space ps)
 {
 	struct rdma_cm_id *id;
 	*ch = rdma_create_event_channel();
 	REQUIRE(*ch);
-	REQUIRE(rdma_create_id(*ch, &id, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_create_id(*ch, &id, NULL, ps) == 0);
 	struct sockaddr_storage a = addr_of(ip, port);
 	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
 	expect_ack(*ch, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve_addr");
@@ -273,6 +286,11 @@ static struct rdma_cm_id *resolved_id(struct rdma_event_channel **ch, const char
 	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), dev_name));
 	CHECK_EQ(ntohs(rdma_get_dst_port(id)), port);
 	return id;
+}
+
+static struct rdma_cm_id *resolved_id(struct rdma_event_channel **ch, const char *ip, uint16_t port)
+{
+	return resolved_ps(ch, ip, port, RDMA_PS_TCP);
 }
 
 /* ---- scenario: connect, data, disconnect ---- */
@@ -948,6 +966,524 @@ static void test_sync_api(void)
 	CHECK_EQ(ss.ok, 2);
 }
 
+/* ---- UD through rdma_cm (RDMA_PS_UDP: SIDR) ---- */
+
+#define UD_GRH 40 /* the GRH area in front of every UD receive */
+
+/* CQ, MR and a UD QP on id through rdma_create_qp: RTS at once, with rdma_cm's Q_Key. */
+static void ud_setup(struct side *s, struct rdma_cm_id *id)
+{
+	s->id = id;
+	REQUIRE(id->verbs && id->pd);
+	CHECK_EQ(id->qp_type, IBV_QPT_UD);
+	s->cq = ibv_create_cq(id->verbs, 64, NULL, NULL, 0);
+	s->buf = calloc(1, BUF_SIZE);
+	REQUIRE(s->cq && s->buf);
+	s->mr = ibv_reg_mr(id->pd, s->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(s->mr);
+	struct ibv_qp_init_attr qa = {
+	    .send_cq = s->cq,
+	    .recv_cq = s->cq,
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+	REQUIRE(rdma_create_qp(id, NULL, &qa) == 0);
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	REQUIRE(ibv_query_qp(id->qp, &a, IBV_QP_STATE | IBV_QP_QKEY, &ia) == 0);
+	CHECK_EQ(a.qp_state, IBV_QPS_RTS); /* librdmacm ucma_init_ud_qp */
+	CHECK_EQ(a.qkey, RDMA_UDP_QKEY);
+}
+
+static void ud_send(struct side *s, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey, size_t off,
+		    uint32_t len)
+{
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)(s->buf + off), .length = len, .lkey = s->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND_WITH_IMM,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .imm_data = htonl(s->id->qp->qp_num)},
+			   *bad;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	REQUIRE(ibv_post_send(s->id->qp, &wr, &bad) == 0);
+}
+
+/* The next completion of `opcode` (sends and receives share the CQ). */
+static struct ibv_wc wait_wc_of(struct side *s, enum ibv_wc_opcode opcode)
+{
+	for (;;) {
+		struct ibv_wc wc = wait_wc(s);
+		if (wc.opcode == opcode)
+			return wc;
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	}
+}
+
+static const uint8_t ud_mapped_lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+
+/* A UD id's SIDR_REQ reaching a UD listener: the CONNECT_REQUEST, as the kernel reports it. */
+static struct rdma_cm_id *ud_request(struct listener *l, const char *want_pd)
+{
+	struct rdma_cm_event *e = expect(l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, "UD server");
+	CHECK(e->listen_id == l->id);
+	struct rdma_cm_id *child = e->id;
+	CHECK_EQ(child->qp_type, IBV_QPT_UD);
+	CHECK_EQ(child->ps, RDMA_PS_UDP);
+	/* SIDR_REQ: 216 bytes of private data minus rdma_cm's 36-byte header; no QPN, no
+	 * Q_Key, no address vector (the kernel leaves them 0 too). */
+	const struct rdma_ud_param *ud = &e->param.ud;
+	CHECK_EQ(ud->private_data_len, CM_SIDR_REQ_PD);
+	REQUIRE(ud->private_data);
+	CHECK_MEM(ud->private_data, want_pd, strlen(want_pd));
+	const uint8_t *pd = ud->private_data;
+	for (size_t i = strlen(want_pd); i < ud->private_data_len; i++)
+		CHECK_EQ(pd[i], 0);
+	CHECK_EQ(ud->qp_num, 0);
+	CHECK_EQ(ud->qkey, 0);
+	CHECK_EQ(ud->ah_attr.is_global, 0);
+	rdma_ack_cm_event(e);
+	return child;
+}
+
+static void test_ud_connect(void)
+{
+	printf("  UD (RDMA_PS_UDP): SIDR request / reply, datagrams both ways, disconnect\n");
+	struct listener l;
+	listen_ps(&l, "127.0.0.1", RDMA_PS_UDP);
+	struct rdma_event_channel *cch;
+	struct side c = {0}, s = {0};
+	ud_setup(&c, resolved_ps(&cch, "127.0.0.1", l.port, RDMA_PS_UDP));
+	/* Established ids need no rdma_init_qp_attr call, but it gives what the QP got. */
+	struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT};
+	int mask = 0;
+	REQUIRE(rdma_init_qp_attr(c.id, &qa, &mask) == 0);
+	CHECK_EQ(mask, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	CHECK_EQ(qa.qkey, RDMA_UDP_QKEY);
+	CHECK_EQ(qa.port_num, 1);
+	qa.qp_state = IBV_QPS_RTS;
+	REQUIRE(rdma_init_qp_attr(c.id, &qa, &mask) == 0);
+	CHECK_EQ(mask, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	post_recv(&c, 0, UD_GRH + 4096);
+	struct rdma_conn_param cp = {.private_data = PD_CLI,
+				     .private_data_len = (uint8_t)strlen(PD_CLI)};
+	uint64_t sidr = cm_counter("req_sidr");
+	REQUIRE(rdma_connect(c.id, &cp) == 0);
+	struct rdma_cm_id *child = ud_request(&l, PD_CLI);
+	CHECK_EQ(cm_counter("req_sidr"), sidr + 1);
+	ud_setup(&s, child);
+	post_recv(&s, 0, UD_GRH + 4096);
+	/* 136 bytes at most in the SIDR_REP. */
+	uint8_t big[CM_SIDR_REP_PD + 1] = {0};
+	struct rdma_conn_param sp = {.private_data = big, .private_data_len = sizeof(big)};
+	CHECK_EQ(rdma_accept(child, &sp), -1);
+	CHECK_EQ(errno, EINVAL);
+	sp.private_data = PD_SRV;
+	sp.private_data_len = (uint8_t)strlen(PD_SRV);
+	REQUIRE(rdma_accept(child, &sp) == 0);
+	CHECK_EQ(rdma_accept(child, &sp), -1); /* replied already */
+	CHECK_EQ(errno, EINVAL);
+
+	struct rdma_cm_event *e = expect(cch, RDMA_CM_EVENT_ESTABLISHED, "UD client");
+	const struct rdma_ud_param *ud = &e->param.ud;
+	CHECK_EQ(e->status, 0);
+	CHECK_EQ(ud->qp_num, child->qp->qp_num);
+	CHECK_EQ(ud->qkey, RDMA_UDP_QKEY);
+	CHECK_EQ(ud->private_data_len, CM_SIDR_REP_PD);
+	REQUIRE(ud->private_data);
+	CHECK_MEM(ud->private_data, PD_SRV, strlen(PD_SRV));
+	CHECK_EQ(ud->ah_attr.is_global, 1);
+	CHECK_EQ(ud->ah_attr.dlid, 0);
+	CHECK_EQ(ud->ah_attr.port_num, 1);
+	CHECK_EQ(ud->ah_attr.grh.hop_limit, 64);
+	CHECK_MEM(ud->ah_attr.grh.dgid.raw, ud_mapped_lo, 16);
+	union ibv_gid sgid;
+	REQUIRE(ibv_query_gid(c.id->verbs, 1, ud->ah_attr.grh.sgid_index, &sgid) == 0);
+	CHECK_MEM(sgid.raw, ud_mapped_lo, 16);
+	struct ibv_ah *cah = ibv_create_ah(c.id->pd, &e->param.ud.ah_attr);
+	REQUIRE(cah);
+	uint32_t sqpn = ud->qp_num, sqkey = ud->qkey;
+	rdma_ack_cm_event(e);
+	/* The passive side of SIDR gets no ESTABLISHED (kernel: none is generated). */
+	CHECK(next_event(l.ch, 100) == NULL);
+
+	/* Client -> server with the event's AH; the server answers with an AH from the
+	 * completion and the QPN the immediate data carries (what udaddy does). */
+	fill(c.buf + 8192, 1000, 5);
+	ud_send(&c, cah, sqpn, sqkey, 8192, 1000);
+	struct ibv_wc wc = wait_wc_of(&s, IBV_WC_RECV);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, UD_GRH + 1000);
+	CHECK(wc.wc_flags & IBV_WC_GRH);
+	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+	CHECK_EQ(ntohl(wc.imm_data), c.id->qp->qp_num);
+	CHECK_EQ(wc.src_qp, c.id->qp->qp_num);
+	CHECK_MEM(s.buf + UD_GRH, c.buf + 8192, 1000);
+	struct ibv_ah *sah = ibv_create_ah_from_wc(s.id->pd, &wc, (struct ibv_grh *)s.buf, 1);
+	REQUIRE(sah);
+	fill(s.buf + 8192, 700, 9);
+	ud_send(&s, sah, ntohl(wc.imm_data), RDMA_UDP_QKEY, 8192, 700);
+	wc = wait_wc_of(&c, IBV_WC_RECV);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, UD_GRH + 700);
+	CHECK_EQ(wc.src_qp, s.id->qp->qp_num);
+	CHECK_MEM(c.buf + UD_GRH, s.buf + 8192, 700);
+
+	/* rdma_disconnect: the QPs to ERR, no event (nothing to tear down). */
+	CHECK_EQ(rdma_disconnect(c.id), 0);
+	CHECK_EQ(rdma_disconnect(child), 0);
+	CHECK_EQ(qp_state(c.id->qp), IBV_QPS_ERR);
+	CHECK_EQ(qp_state(child->qp), IBV_QPS_ERR);
+	CHECK(next_event(cch, 100) == NULL);
+	CHECK(next_event(l.ch, 10) == NULL);
+	ibv_destroy_ah(cah);
+	ibv_destroy_ah(sah);
+	struct rdma_cm_id *cid = c.id;
+	side_free(&s);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	side_free(&c);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	listener_free(&l);
+	rdma_destroy_event_channel(cch);
+}
+
+/* A UD connect expected to fail with UNREACHABLE `status` (and, for a SIDR_REP, its 136 bytes
+ * starting with want_pd). */
+static void ud_expect_unreachable(struct rdma_event_channel *ch, int status, const char *want_pd)
+{
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_UNREACHABLE, "UD client");
+	CHECK_EQ(e->status, status);
+	if (want_pd) {
+		CHECK_EQ(e->param.ud.private_data_len, CM_SIDR_REP_PD);
+		REQUIRE(e->param.ud.private_data);
+		CHECK_MEM(e->param.ud.private_data, want_pd, strlen(want_pd));
+	}
+	rdma_ack_cm_event(e);
+}
+
+static void test_ud_errors(void)
+{
+	printf("  UD: reject, nobody listens, the other port space\n");
+	/* rdma_reject: SIDR_REP status 2 (IB_SIDR_REJECT), reported as UNREACHABLE. */
+	struct listener l;
+	listen_ps(&l, "127.0.0.1", RDMA_PS_UDP);
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	ud_setup(&c, resolved_ps(&cch, "127.0.0.1", l.port, RDMA_PS_UDP));
+	struct rdma_cm_id *cid = c.id;
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	struct rdma_cm_id *child = ud_request(&l, "");
+	uint64_t rej = cm_counter("rejects_sent");
+	CHECK_EQ(rdma_reject(child, "no, thanks", 10), 0);
+	CHECK_EQ(cm_counter("rejects_sent"), rej + 1);
+	ud_expect_unreachable(cch, CM_SIDR_REJECT, "no, thanks");
+	CHECK_EQ(qp_state(cid->qp), IBV_QPS_RTS); /* SIDR leaves the QP alone */
+	CHECK_EQ(rdma_accept(child, NULL), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	/* An RC connect to the UD listener: no such service ID, REJECTED 8 (and the other
+	 * way round below: SIDR status 1). */
+	struct rdma_event_channel *rch;
+	struct side r = {0};
+	side_setup(&r, resolved_id(&rch, "127.0.0.1", l.port));
+	uint64_t wps = cm_counter("wrong_port_space");
+	REQUIRE(rdma_connect(r.id, NULL) == 0);
+	struct rdma_cm_event *e = expect(rch, RDMA_CM_EVENT_REJECTED, "RC to UD");
+	CHECK_EQ(e->status, CM_REJ_INVALID_SERVICE_ID);
+	rdma_ack_cm_event(e);
+	CHECK_EQ(cm_counter("wrong_port_space"), wps + 1);
+	CHECK(next_event(l.ch, 50) == NULL);
+	struct rdma_cm_id *rid = r.id;
+	side_free(&r);
+	rdma_destroy_id(rid);
+	rdma_destroy_event_channel(rch);
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+	listener_free(&l);
+
+	listen_on(&l, "127.0.0.1"); /* RDMA_PS_TCP */
+	ud_setup(&c, resolved_ps(&cch, "127.0.0.1", l.port, RDMA_PS_UDP));
+	cid = c.id;
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	ud_expect_unreachable(cch, CM_SIDR_UNSUPPORTED, "");
+	CHECK_EQ(cm_counter("wrong_port_space"), wps + 2);
+	CHECK(next_event(l.ch, 50) == NULL);
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+	listener_free(&l);
+
+	/* Nobody listens: the IB CM answers status 1 (IB_SIDR_UNSUPPORTED). */
+	ud_setup(&c, resolved_ps(&cch, "127.0.0.1", free_port(), RDMA_PS_UDP));
+	cid = c.id;
+	uint64_t t0 = now_ms();
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	ud_expect_unreachable(cch, CM_SIDR_UNSUPPORTED, "");
+	CHECK(now_ms() - t0 < 2000);
+	/* Private data beyond the SIDR_REQ's 180 bytes, a second connect: EINVAL. */
+	uint8_t big[CM_SIDR_REQ_PD + 1] = {0};
+	struct rdma_conn_param cp = {.private_data = big, .private_data_len = sizeof(big)};
+	CHECK_EQ(rdma_connect(cid, &cp), -1);
+	CHECK_EQ(errno, EINVAL);
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+}
+
+struct sidr_server {
+	int lfd;
+	int mode; /* 0: a reply for another request, then ours; 1: garbage; 2: a truncated one */
+};
+
+/* A fake SIDR server: reads the SIDR_REQ, answers per mode, waits for the client's close. */
+static void *sidr_server_main(void *arg)
+{
+	struct sidr_server *f = arg;
+	struct pollfd pf = {.fd = f->lfd, .events = POLLIN};
+	if (poll(&pf, 1, WAIT_MS) != 1)
+		return NULL;
+	int fd = accept(f->lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	uint8_t buf[CM_MSG_MAX];
+	size_t got = 0, need = 0;
+	struct cm_msg req;
+	pf.fd = fd;
+	while (poll(&pf, 1, WAIT_MS) == 1) {
+		ssize_t n = read(fd, buf + got, sizeof(buf) - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (cm_msg_parse(buf, got, &req, &need) != -EAGAIN)
+			break;
+	}
+	uint8_t out[2 * CM_MSG_MAX];
+	size_t len = 0;
+	if (got && cm_msg_parse(buf, got, &req, &need) == 0 && req.type == CM_MSG_SIDR_REQ) {
+		struct cm_msg rep = {.type = CM_MSG_SIDR_REP, .qpn = 0x42, .qkey = RDMA_UDP_QKEY};
+		memcpy(rep.pd, "fake", 4);
+		if (f->mode == 0) {
+			rep.req_id = req.req_id ^ 1; /* not the request outstanding: dropped */
+			len += (size_t)cm_msg_build(&rep, out, sizeof(out));
+			rep.req_id = req.req_id;
+			len += (size_t)cm_msg_build(&rep, out + len, sizeof(out) - len);
+		} else if (f->mode == 1) {
+			memcpy(out, "sRCM\x01\x08\x00\x10garbage!", 16); /* SIDR_REP, 16 bytes */
+			len = 16;
+		} else {
+			len = (size_t)cm_msg_build(&rep, out, sizeof(out)) - 20;
+		}
+	}
+	if (len && write(fd, out, len) < 0) {
+		/* the client went away: its event says what happened */
+	}
+	if (f->mode == 2)
+		shutdown(fd, SHUT_WR); /* a reply cut short, then the end */
+	pf.events = POLLIN;
+	while (poll(&pf, 1, WAIT_MS) == 1 && read(fd, buf, sizeof(buf)) > 0)
+		; /* until the client closes */
+	close(fd);
+	return NULL;
+}
+
+static void test_ud_garbage(void)
+{
+	printf("  UD: bad SIDR bytes both ways\n");
+	static const int modes[] = {0, 1, 2};
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		struct sidr_server f = {.mode = modes[i]};
+		uint16_t port;
+		f.lfd = raw_listener(&port);
+		pthread_t t;
+		REQUIRE(pthread_create(&t, NULL, sidr_server_main, &f) == 0);
+		struct rdma_event_channel *cch;
+		struct side c = {0};
+		ud_setup(&c, resolved_ps(&cch, "127.0.0.1", port, RDMA_PS_UDP));
+		struct rdma_cm_id *cid = c.id;
+		uint64_t unknown = cm_counter("sidr_unknown"), bad = cm_counter("rx_bad_msg");
+		REQUIRE(rdma_connect(cid, NULL) == 0);
+		if (f.mode == 0) {
+			/* The stray reply is counted and dropped; ours is taken. */
+			struct rdma_cm_event *e = expect(cch, RDMA_CM_EVENT_ESTABLISHED, "fake");
+			CHECK_EQ(e->param.ud.qp_num, 0x42);
+			CHECK_MEM(e->param.ud.private_data, "fake", 4);
+			rdma_ack_cm_event(e);
+			CHECK_EQ(cm_counter("sidr_unknown"), unknown + 1);
+		} else if (f.mode == 1) {
+			ud_expect_unreachable(cch, -EPROTO, NULL);
+			CHECK_EQ(cm_counter("rx_bad_msg"), bad + 1);
+		} else {
+			ud_expect_unreachable(cch, -ECONNRESET, NULL);
+		}
+		side_free(&c);
+		rdma_destroy_id(cid);
+		rdma_destroy_event_channel(cch);
+		pthread_join(t, NULL);
+		close(f.lfd);
+	}
+	/* To a UD listener: a SIDR_REQ of the wrong length, one cut short: closed, counted,
+	 * no CONNECT_REQUEST; the listener goes on. */
+	struct listener l;
+	listen_ps(&l, "127.0.0.1", RDMA_PS_UDP);
+	struct sockaddr_storage a = addr_of("127.0.0.1", l.port);
+	uint64_t bad = cm_counter("rx_bad_msg"), lost = cm_counter("lost");
+	struct cm_msg req = {
+	    .type = CM_MSG_SIDR_REQ, .req_id = 7, .sid = (RDMA_PS_UDP << 16) | l.port};
+	uint8_t buf[CM_MSG_MAX];
+	int n = cm_msg_build(&req, buf, sizeof(buf));
+	REQUIRE(n == 204);
+	for (int k = 0; k < 2; k++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof(struct sockaddr_in)) == 0);
+		uint8_t b2[CM_MSG_MAX];
+		memcpy(b2, buf, (size_t)n);
+		if (k == 0)
+			b2[7] = 100; /* the wrong length for a SIDR_REQ */
+		REQUIRE(write(fd, b2, k == 0 ? 8 : 100) == (k == 0 ? 8 : 100));
+		if (k == 1)
+			shutdown(fd, SHUT_WR);
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		CHECK_EQ(poll(&pf, 1, WAIT_MS), 1);
+		char c;
+		CHECK(read(fd, &c, 1) <= 0); /* closed, nothing answered */
+		close(fd);
+	}
+	CHECK_EQ(cm_counter("rx_bad_msg"), bad + 1);
+	CHECK_EQ(cm_counter("lost"), lost + 1);
+	CHECK(next_event(l.ch, 100) == NULL);
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	ud_setup(&c, resolved_ps(&cch, "127.0.0.1", l.port, RDMA_PS_UDP));
+	struct rdma_cm_id *cid = c.id;
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	struct rdma_cm_id *child = ud_request(&l, "");
+	/* The requester goes away before the answer: the reply is just lost. */
+	side_free(&c);
+	rdma_destroy_id(cid);
+	rdma_destroy_event_channel(cch);
+	usleep(50000);
+	CHECK(next_event(l.ch, 50) == NULL);
+	struct side s = {0};
+	ud_setup(&s, child);
+	CHECK_EQ(rdma_accept(child, NULL), 0);
+	side_free(&s);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	listener_free(&l);
+}
+
+/* iWARP has no UD: what siw + librdmacm give. */
+static void test_ud_iwarp(void)
+{
+	printf("  UD over iWARP: refused cleanly\n");
+	struct rdma_event_channel *cch;
+	struct rdma_cm_id *id = resolved_ps(&cch, "127.0.0.1", free_port(), RDMA_PS_UDP);
+	CHECK_EQ(id->qp_type, IBV_QPT_UD);
+	struct ibv_qp_init_attr qa = {
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+	CHECK_EQ(rdma_create_qp(id, NULL, &qa), -1); /* siw_create_qp: RC only */
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(id->qp == NULL);
+	struct rdma_conn_param cp = {.qp_num = 1};
+	CHECK_EQ(rdma_connect(id, &cp), -1); /* iw_cm_connect: no such QP */
+	CHECK_EQ(errno, EINVAL);
+	CHECK(next_event(cch, 50) == NULL);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(cch);
+}
+
+struct ud_sync_server {
+	uint16_t port;
+	volatile int state; /* 1 listening, 2 accepted, -1 failed */
+	volatile uint32_t qpn;
+	volatile int done;
+};
+
+/* rdma_server's shape with RDMA_PS_UDP: rdma_create_ep (passive), rdma_get_request (the QP
+ * made from the endpoint's attributes), rdma_accept (no waiting: no event follows on UD). */
+static void *ud_sync_server_main(void *arg)
+{
+	struct ud_sync_server *ss = arg;
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP}, *res;
+	char port[16];
+	snprintf(port, sizeof(port), "%u", ss->port);
+	ss->state = -1;
+	if (rdma_getaddrinfo("127.0.0.1", port, &hints, &res))
+		return NULL;
+	struct ibv_qp_init_attr attr = {
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct rdma_cm_id *lid, *id;
+	if (rdma_create_ep(&lid, res, NULL, &attr) || rdma_listen(lid, 1))
+		goto out;
+	ss->state = 1;
+	if (rdma_get_request(lid, &id))
+		goto out_lid;
+	if (id->qp && id->qp->qp_type == IBV_QPT_UD && rdma_accept(id, NULL) == 0) {
+		ss->qpn = id->qp->qp_num;
+		ss->state = 2;
+	} else {
+		ss->state = -1;
+	}
+	while (!ss->done)
+		usleep(1000);
+	rdma_destroy_ep(id);
+out_lid:
+	rdma_destroy_ep(lid);
+out:
+	rdma_freeaddrinfo(res);
+	return NULL;
+}
+
+static void test_ud_sync(void)
+{
+	printf("  UD, synchronous API (rdma_create_ep with RDMA_PS_UDP)\n");
+	struct ud_sync_server ss = {.port = free_port()};
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, ud_sync_server_main, &ss) == 0);
+	uint64_t until = now_ms() + WAIT_MS;
+	while (ss.state == 0 && now_ms() < until)
+		usleep(1000);
+	REQUIRE(ss.state == 1);
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_UDP}, *res;
+	char port[16];
+	snprintf(port, sizeof(port), "%u", ss.port);
+	REQUIRE(rdma_getaddrinfo("127.0.0.1", port, &hints, &res) == 0);
+	struct ibv_qp_init_attr attr = {
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct rdma_cm_id *id;
+	REQUIRE(rdma_create_ep(&id, res, NULL, &attr) == 0);
+	REQUIRE(id->qp);
+	CHECK_EQ(id->qp->qp_type, IBV_QPT_UD);
+	CHECK_EQ(qp_state(id->qp), IBV_QPS_RTS);
+	REQUIRE(rdma_connect(id, NULL) == 0); /* waits for ESTABLISHED */
+	REQUIRE(id->event);
+	CHECK_EQ(id->event->event, RDMA_CM_EVENT_ESTABLISHED);
+	CHECK_EQ(ss.state, 2);
+	CHECK_EQ(id->event->param.ud.qp_num, ss.qpn);
+	CHECK_EQ(id->event->param.ud.qkey, RDMA_UDP_QKEY);
+	uint64_t t0 = now_ms();
+	CHECK_EQ(rdma_disconnect(id), 0); /* no event to wait for */
+	CHECK(now_ms() - t0 < 500);
+	ss.done = 1;
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+	pthread_join(t, NULL);
+}
+
+static void test_ud(void)
+{
+	if (iw)
+		return test_ud_iwarp();
+	test_ud_connect();
+	test_ud_errors();
+	test_ud_garbage();
+	test_ud_sync();
+}
+
 /* ---- once: the API around the connections ---- */
 
 static void test_codec(void)
@@ -1011,6 +1547,38 @@ static void test_codec(void)
 	REQUIRE(n == 160 && cm_msg_parse(buf, 160, &out, &need) == 0);
 	CHECK_EQ(out.reason, 28);
 	CHECK_EQ(out.pd_len, CM_REJ_PD);
+	/* SIDR (IBTA 12.11): REQ 8 + 16 + 180, REP 8 + 16 + 136; every field back as it went. */
+	struct cm_msg sreq = {.type = CM_MSG_SIDR_REQ,
+			      .req_id = 0xDEADBEEF,
+			      .pkey = 0xFFFF,
+			      .sid = ((uint64_t)RDMA_PS_UDP << 16) | 7174};
+	memcpy(sreq.pd, "sidr", 4);
+	n = cm_msg_build(&sreq, buf, sizeof(buf));
+	REQUIRE(n == 204 && cm_msg_parse(buf, 204, &out, &need) == 0);
+	CHECK(out.req_id == 0xDEADBEEF && out.pkey == 0xFFFF && out.sid == 0x1111C06);
+	CHECK_EQ(out.pd_len, CM_SIDR_REQ_PD);
+	CHECK_MEM(out.pd, "sidr\0", 5);
+	struct cm_msg srep = {.type = CM_MSG_SIDR_REP,
+			      .req_id = 0x01020304,
+			      .status = CM_SIDR_REJECT,
+			      .qpn = 0xABCDEF,
+			      .qkey = RDMA_UDP_QKEY};
+	n = cm_msg_build(&srep, buf, sizeof(buf));
+	REQUIRE(n == 160);
+	for (int k = 0; k < n; k++)
+		CHECK_EQ(cm_msg_parse(buf, (size_t)k, &out, &need), -EAGAIN);
+	REQUIRE(cm_msg_parse(buf, 160, &out, &need) == 0);
+	CHECK(out.req_id == 0x01020304 && out.status == 2 && out.qpn == 0xABCDEF &&
+	      out.qkey == RDMA_UDP_QKEY);
+	CHECK_EQ(out.pd_len, CM_SIDR_REP_PD);
+	memcpy(bad, buf, 160);
+	bad[12] = 6; /* status beyond IBTA's 0..5 */
+	CHECK_EQ(cm_msg_parse(bad, 160, &out, &need), -EBADMSG);
+	memcpy(bad, buf, 160);
+	bad[16] = 1; /* QPN above 24 bits */
+	CHECK_EQ(cm_msg_parse(bad, 160, &out, &need), -EBADMSG);
+	srep.status = 9;
+	CHECK_EQ(cm_msg_build(&srep, buf, sizeof(buf)), -EINVAL);
 }
 
 static void test_addrinfo(void)
@@ -1088,7 +1656,18 @@ static void test_destroy_race(void)
 		REQUIRE(rdma_create_id(br.ch, &id, NULL, RDMA_PS_TCP) == 0);
 		pthread_t t;
 		REQUIRE(pthread_create(&t, NULL, blocked_reader_main, &br) == 0);
-		usleep(3000); /* the reader is in rdma_get_cm_event (the channel is in use) */
+		/* The reader is in rdma_get_cm_event (the channel is in use): destroying the
+		 * channel before is the application's use-after-free, not the race under test
+		 * (a fixed sleep lost it on a loaded machine). */
+		uint64_t until = now_ms() + WAIT_MS;
+		for (int in = 0; !in && now_ms() < until;) {
+			cm_lock();
+			in = ((struct cm_channel *)br.ch)->readers > 0;
+			cm_unlock();
+			if (!in)
+				usleep(1000);
+		}
+		usleep(1000); /* and, most likely, blocked in its recv */
 		struct sockaddr_storage a = addr_of("127.0.0.1", 9);
 		REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
 		usleep((useconds_t)(i * 7 % 150)); /* around the moment ADDR_RESOLVED is posted */
@@ -1116,9 +1695,17 @@ static void test_api(void)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	REQUIRE(ch);
 	struct rdma_cm_id *id;
-	/* UD is not there yet: refused clearly. */
-	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), -1);
-	CHECK_EQ(errno, EOPNOTSUPP);
+	/* The port space decides the QP type (librdmacm rdma_create_id); unknown ones: EINVAL. */
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == 0);
+	CHECK_EQ(id->qp_type, IBV_QPT_UD);
+	CHECK_EQ(rdma_disconnect(id), -1); /* UD: nothing requested yet */
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_IPOIB) == 0);
+	CHECK_EQ(id->qp_type, IBV_QPT_UD);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, (enum rdma_port_space)0x999), -1);
+	CHECK_EQ(errno, EINVAL);
 	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
 	/* A non-blocking channel with nothing queued: EAGAIN. */
 	int fl = fcntl(ch->fd, F_GETFL);
@@ -1260,6 +1847,7 @@ int main(int argc, char **argv)
 		test_garbage();
 		test_peer_killed();
 		test_sync_api();
+		test_ud();
 		printf("  %s: %llu ms\n", transports[i], (unsigned long long)(now_ms() - t0));
 	}
 	return check_exit();

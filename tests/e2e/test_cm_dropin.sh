@@ -4,10 +4,11 @@
 # RoCEv2 (roce_lo, the default) and iWARP (--transport iwarp: iwarp_lo):
 #   rping (-C 10 -v, every ping checked; -q self-managed QPs on RoCE), ucmatose (1 and 2
 #   connections), rdma_server / rdma_client (the synchronous API), perftest with -R
-#   (ib_send_lat, ib_write_bw, ib_read_lat, ib_send_bw: sane figures), and udaddy (UD, not
-#   supported yet: must fail cleanly, no hang).
-# Every run must exit 0 (udaddy: a clean non-zero exit); every process is bounded by timeout and
-# only our own PIDs are killed. Skips (77) if rdmacm-utils or perftest are missing. In a
+#   (ib_send_lat, ib_write_bw, ib_read_lat, ib_send_bw: sane figures), and udaddy (UD through
+#   rdma_cm, SIDR: its 10 datagrams each way over RoCE; over iWARP, which has no UD, a clean
+#   failure at rdma_create_qp with EOPNOTSUPP, as with siw).
+# Every run must exit 0 (udaddy over iWARP: a clean non-zero exit with the expected message);
+# every process is bounded by timeout and only our own PIDs are killed. Skips (77) if rdmacm-utils or perftest are missing. In a
 # sanitizer build the library runs under ASan (preloaded), as in test_dropin.sh.
 set -u
 build=${1:?build directory}
@@ -28,9 +29,9 @@ fail=0 runs=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
 # One server/client pair. $1 transport, $2 label, $3 awk program that exits 0 when the
-# outputs are sane (file names: server output first, then the client's), $4 expected outcome
-# (ok, or fail: a clean failure), $5 server command, $6 client command; PORT in the commands
-# becomes a random port.
+# outputs are sane (file names: server output first, then the client's; for a failure: a
+# pattern the client's output must match, or empty), $4 expected outcome (ok, or fail: a clean
+# failure), $5 server command, $6 client command; PORT in the commands becomes a random port.
 pair() {
 	local tr=$1 label=$2 check=$3 want=$4 scmd=$5 ccmd=$6
 	local port=$((20000 + RANDOM % 12000))
@@ -49,9 +50,13 @@ pair() {
 	srv=
 	local ms=$((($(date +%s%N) - t0) / 1000000))
 	if [ "$want" = fail ]; then
-		# A clean failure: an exit status, not a signal or a timeout.
-		if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
+		# A clean failure: an exit status, not a signal or a timeout (124..192; 255 is a
+		# program's exit(-1)), with the expected message.
+		if [ $rc -eq 0 ] || { [ $rc -ge 124 ] && [ $rc -le 192 ]; }; then
 			bad "$tr $label: expected a clean failure, got client $rc"
+			tail -5 "$dir/cli"
+		elif [ -n "$check" ] && ! grep -q -- "$check" "$dir/cli"; then
+			bad "$tr $label: failed, but not with \"$check\""
 			tail -5 "$dir/cli"
 		else
 			echo "ok   $tr $label (fails cleanly, exit $rc: $(grep -i -m1 'error\|fail\|support' "$dir/cli" | tr -s ' ' | cut -c1-60)) ${ms} ms"
@@ -80,6 +85,11 @@ rping_ok='FNR == 1 {f++} f == 1 && /^server ping data: rdma-ping-[0-9]+: / {s++}
 # ucmatose: both end with "return status 0" after their data transfers.
 ucma_ok='FNR == 1 {f++} /data transfers complete/ {d[f]++} /return status 0/ {r[f]++}
 	END { if (SHOW) print "data transfers complete, status 0 on both sides"; exit !(d[1] && d[2] && r[1] && r[2]) }'
+# udaddy: the server got the client's datagrams and sent its replies, the client got them back;
+# both end with "return status 0".
+ud_ok='FNR == 1 {f++} f == 1 && /^receiving data transfers/ {s++} f == 1 && /^sending replies/ {s++}
+	f == 2 && /^initiating data transfers/ {c++} /^data transfers complete/ {d[f]++} /^return status 0$/ {r[f]++}
+	END { if (SHOW) print "10 datagrams each way, status 0 on both sides"; exit !(s == 2 && c == 1 && d[1] && d[2] && r[1] && r[2]) }'
 rdma_ok='/rdma_server: end 0/ {s++} /rdma_client: end 0/ {c++} END { if (SHOW) print "end 0 on both sides"; exit !(s && c) }'
 # perftest: the line after the header (#bytes ...) has numbers; the checked column > 0.
 lat_ok='FNR == 1 {f++; h = 0} f == 2 && /#bytes/ {h=1; next} f == 2 && h && NF >= 6 && $1 ~ /^[0-9]+$/ { if (SHOW) print $1 " B: typical " $5 " us"; ok = ($5 + 0 > 0); exit } END {exit !ok}'
@@ -109,9 +119,14 @@ for tr in roce iwarp; do
 		"ib_read_lat -R -d $dev -p PORT -n 500 127.0.0.1"
 	pair "$tr" "ib_send_bw -R" "$bw_ok" ok "ib_send_bw -R -d $dev -p PORT -n 500" \
 		"ib_send_bw -R -d $dev -p PORT -n 500 127.0.0.1"
-	# (udaddy's -p is the port space; it fails at rdma_create_id(RDMA_PS_UDP), before its
-	# fixed port 7174 is used.)
-	pair "$tr" "udaddy (UD)" "" fail "udaddy" "udaddy -s 127.0.0.1"
+	# udaddy has no port option (-p is the port space): its fixed 7174. No UD on iWARP:
+	# rdma_create_qp(UD) fails with EOPNOTSUPP (siw_create_qp: RC only), udaddy exits -1.
+	if [ "$tr" = roce ]; then
+		pair "$tr" "udaddy (UD, SIDR)" "$ud_ok" ok "udaddy" "udaddy -s 127.0.0.1"
+	else
+		pair "$tr" "udaddy (UD)" "unable to create QP: Operation not supported" fail \
+			"udaddy" "udaddy -s 127.0.0.1"
+	fi
 done
 echo "$runs program pairs, $fail failed"
 [ $fail -eq 0 ]
