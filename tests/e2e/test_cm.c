@@ -1462,6 +1462,11 @@ static void test_ud_sync(void)
 	REQUIRE(rdma_connect(id, NULL) == 0); /* waits for ESTABLISHED */
 	REQUIRE(id->event);
 	CHECK_EQ(id->event->event, RDMA_CM_EVENT_ESTABLISHED);
+	/* The server thread records its QPN after rdma_accept returns: the ESTABLISHED can come
+	 * first. */
+	until = now_ms() + WAIT_MS;
+	while (ss.state < 2 && now_ms() < until)
+		usleep(1000);
 	CHECK_EQ(ss.state, 2);
 	CHECK_EQ(id->event->param.ud.qp_num, ss.qpn);
 	CHECK_EQ(id->event->param.ud.qkey, RDMA_UDP_QKEY);
