@@ -36,14 +36,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
-
 #include "tools/compare.h"
 #include "tools/floor.h"
 #include "tools/json.h"
 #include "tools/lossy_link.h"
 #include "tools/report.h"
 #include "tools/tools.h"
+#include "tools/util.h"
 
 enum tr { TR_ROCE, TR_IWARP, TR_UDP, TR_TCP, TR_COUNT };
 
@@ -143,13 +142,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void add_error(struct cmp *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_error(struct cmp *c, const char *fmt, ...)
 {
@@ -175,7 +167,7 @@ static void progress(struct cmp *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	double el = (double)(now_ns() - c->t0_ns) / 1e9;
+	double el = (double)(tool_now_ns() - c->t0_ns) / 1e9;
 	if (c->tty)
 		fprintf(stderr, "\r\033[K[%3d/%d %5.0f s] %s", c->step + 1, c->steps, el, what);
 	else
@@ -301,7 +293,7 @@ static int wait_child(struct child *ch, uint64_t deadline, int *status)
 		}
 		if (stop_signal)
 			return -EINTR;
-		if (now_ns() >= deadline)
+		if (tool_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		usleep(5000);
 	}
@@ -314,7 +306,7 @@ static void kill_child(struct child *ch)
 	kill(ch->pid, SIGTERM);
 	int st;
 	struct child tmp = *ch;
-	if (wait_child(&tmp, now_ns() + 2000000000ull, &st) != 0) {
+	if (wait_child(&tmp, tool_now_ns() + 2000000000ull, &st) != 0) {
 		kill(ch->pid, SIGKILL);
 		waitpid(ch->pid, &st, 0);
 	}
@@ -429,7 +421,7 @@ static int server_wait(struct cmp *c, struct server_side *ss, double timeout_s, 
 		return 0;
 	}
 	int st = 0;
-	int r = wait_child(&ss->ch, now_ns() + (uint64_t)(timeout_s * 1e9), &st);
+	int r = wait_child(&ss->ch, tool_now_ns() + (uint64_t)(timeout_s * 1e9), &st);
 	if (r == -EINTR)
 		return r;
 	char a[40];
@@ -477,7 +469,7 @@ static int run_pair(struct cmp *c, const struct srv_spec *spec, const char *roce
 	}
 	live_pids[1] = k.pid;
 	int cst = 0;
-	uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+	uint64_t deadline = tool_now_ns() + (uint64_t)(timeout_s * 1e9);
 	int rc = wait_child(&k, deadline, &cst);
 	bool sok = false;
 	char swhy[300] = "";
@@ -820,58 +812,8 @@ static int step_loss(struct cmp *c, enum tr t, int li)
 
 /* ---- the result as JSON ---- */
 
-struct sb {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_add(struct sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(struct sb *s, const char *fmt, ...)
-{
-	va_list ap;
-	for (;;) {
-		va_start(ap, fmt);
-		size_t room = s->cap - s->len;
-		int n = vsnprintf(s->p ? s->p + s->len : NULL, s->p ? room : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			s->oom = true;
-			return;
-		}
-		if (s->p && (size_t)n < room) {
-			s->len += (size_t)n;
-			return;
-		}
-		size_t cap = s->cap ? s->cap * 2 : 4096;
-		while (cap < s->len + (size_t)n + 1)
-			cap *= 2;
-		char *p = realloc(s->p, cap);
-		if (!p) {
-			s->oom = true;
-			return;
-		}
-		s->p = p;
-		s->cap = cap;
-	}
-}
-
-static void sb_str(struct sb *s, const char *str)
-{
-	sb_add(s, "\"");
-	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			sb_add(s, "\\%c", *p);
-		else if (*p < 0x20)
-			sb_add(s, "\\u%04x", *p);
-		else
-			sb_add(s, "%c", *p);
-	}
-	sb_add(s, "\"");
-}
-
 /* A number: JSON has no NaN or infinity; a missing figure (< 0) is null. */
-static void sb_num(struct sb *s, const char *key, double v, const char *fmt)
+static void sb_num(struct strbuf *s, const char *key, double v, const char *fmt)
 {
 	sb_add(s, "\"%s\": ", key);
 	if (!(v >= 0) || v > 1e300)
@@ -880,7 +822,7 @@ static void sb_num(struct sb *s, const char *key, double v, const char *fmt)
 		sb_add(s, fmt, v);
 }
 
-static void host_facts(struct sb *s)
+static void host_facts(struct strbuf *s)
 {
 	struct utsname u;
 	char host[256] = "", model[256] = "";
@@ -902,11 +844,11 @@ static void host_facts(struct sb *s)
 		fclose(f);
 	}
 	sb_add(s, "  \"host\": {\"name\": ");
-	sb_str(s, host);
+	sb_json_str(s, host);
 	sb_add(s, ", \"kernel\": ");
-	sb_str(s, u.release);
+	sb_json_str(s, u.release);
 	sb_add(s, ", \"cpus\": %ld, \"cpu_model\": ", sysconf(_SC_NPROCESSORS_ONLN));
-	sb_str(s, model);
+	sb_json_str(s, model);
 	sb_add(s, "},\n");
 }
 
@@ -922,24 +864,24 @@ static void summary_sentences(const struct cmp *c, char out[][400], int *n);
 
 static char *result_json(struct cmp *c, double duration_s)
 {
-	struct sb s = {0};
+	struct strbuf s = {0};
 	sb_add(&s, "{\n  \"tool\": \"softrdma compare\",\n  \"schema\": 1,\n  \"started\": ");
-	sb_str(&s, c->started);
+	sb_json_str(&s, c->started);
 	sb_add(&s, ",\n  \"duration_s\": %.1f,\n", duration_s);
 	host_facts(&s);
 	sb_add(&s, "  \"mode\": \"%s\",\n  \"quick\": %s,\n  \"server\": ",
 	       c->remote ? "two hosts" : "loopback", c->o.quick ? "true" : "false");
-	sb_str(&s, c->addr);
+	sb_json_str(&s, c->addr);
 	sb_add(&s, ",\n  \"transports\": [\n");
 	for (int t = 0; t < TR_COUNT; t++) {
 		sb_add(&s, "    {\"id\": \"%s\", \"label\": \"%s\", \"kind\": \"%s\"", trs[t].id,
 		       trs[t].label, trs[t].kind);
 		if (trs[t].dev_prefix) {
 			sb_add(&s, ", \"device\": ");
-			sb_str(&s, c->dev[t == TR_IWARP]);
+			sb_json_str(&s, c->dev[t == TR_IWARP]);
 			if (c->remote) {
 				sb_add(&s, ", \"server_device\": ");
-				sb_str(&s, c->sdev[t == TR_IWARP]);
+				sb_json_str(&s, c->sdev[t == TR_IWARP]);
 			}
 		}
 		sb_add(&s, "}%s\n", t + 1 < TR_COUNT ? "," : "");
@@ -961,7 +903,7 @@ static char *result_json(struct cmp *c, double duration_s)
 		first = false;
 		if (!r->ok) {
 			sb_add(&s, ", \"error\": ");
-			sb_str(&s, r->err);
+			sb_json_str(&s, r->err);
 			sb_add(&s, "}");
 			continue;
 		}
@@ -1009,7 +951,7 @@ static char *result_json(struct cmp *c, double duration_s)
 			f2 = false;
 			if (!p->ok) {
 				sb_add(&s, "\"error\": ");
-				sb_str(&s, p->err);
+				sb_json_str(&s, p->err);
 			} else {
 				sb_num(&s, "gbps", p->gbps, "%.4f");
 				sb_add(&s, ", ");
@@ -1068,7 +1010,7 @@ static char *result_json(struct cmp *c, double duration_s)
 		first = false;
 		if (!r->ok) {
 			sb_add(&s, "\"error\": ");
-			sb_str(&s, r->err);
+			sb_json_str(&s, r->err);
 		} else {
 			sb_add(&s, "\"samples\": %.0f, ", r->samples);
 			sb_num(&s, "p50_ms", r->p50, "%.4f");
@@ -1084,11 +1026,11 @@ static char *result_json(struct cmp *c, double duration_s)
 	/* loss */
 	if (c->loss_skip[0] && !c->loss_tr[TR_ROCE]) {
 		sb_add(&s, "  \"loss\": {\"skipped\": ");
-		sb_str(&s, c->loss_skip);
+		sb_json_str(&s, c->loss_skip);
 		sb_add(&s, "},\n");
 	} else {
 		sb_add(&s, "  \"loss\": {\n    \"link\": ");
-		sb_str(&s, c->loss_link);
+		sb_json_str(&s, c->loss_link);
 		sb_add(&s,
 		       ",\n    \"size\": %d,\n    \"what\": \"goodput of 64 KiB RDMA WRITEs "
 		       "(floor: a TCP stream of 64 KiB writes; UDP does not retransmit and is "
@@ -1119,7 +1061,7 @@ static char *result_json(struct cmp *c, double duration_s)
 					sb_num(&s, "gbps", p->gbps, "%.4f");
 				} else {
 					sb_add(&s, "\"error\": ");
-					sb_str(&s, p->err);
+					sb_json_str(&s, p->err);
 				}
 				sb_add(&s, "}");
 			}
@@ -1135,12 +1077,12 @@ static char *result_json(struct cmp *c, double duration_s)
 	sb_add(&s, "  \"summary\": [");
 	for (int i = 0; i < ns; i++) {
 		sb_add(&s, "%s\n    ", i ? "," : "");
-		sb_str(&s, sum[i]);
+		sb_json_str(&s, sum[i]);
 	}
 	sb_add(&s, "\n  ],\n  \"errors\": [");
 	for (int i = 0; i < c->nerrors; i++) {
 		sb_add(&s, "%s\n    ", i ? "," : "");
-		sb_str(&s, c->errors[i]);
+		sb_json_str(&s, c->errors[i]);
 	}
 	sb_add(&s, "%s]\n}\n", c->nerrors ? "\n  " : "");
 	if (s.oom) {
@@ -1722,22 +1664,15 @@ static void cleanup(struct cmp *c)
  * every step. */
 static bool devices_there(char *why, size_t len)
 {
-	int n = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	bool found[2] = {false, false};
-	for (int i = 0; list && i < n; i++) {
-		const char *name = ibv_get_device_name(list[i]);
-		found[0] |= !strcmp(name, "roce_lo");
-		found[1] |= !strcmp(name, "iwarp_lo");
-	}
-	if (list)
-		ibv_free_device_list(list);
-	if (found[0] && found[1])
+	const char *missing = !device_exists("roce_lo")	   ? "roce_lo"
+			      : !device_exists("iwarp_lo") ? "iwarp_lo"
+							   : NULL;
+	if (!missing)
 		return true;
 	snprintf(why, len,
 		 "no %s device: loopback needs an IPv4 address (is lo up with 127.0.0.1? "
 		 "'softrdma devices' lists what there is)",
-		 !found[0] ? "roce_lo" : "iwarp_lo");
+		 missing);
 	return false;
 }
 
@@ -1884,7 +1819,7 @@ static int serve_session(struct cmp *c, int fd, const char *peer)
 			if (!(secs >= 0 && secs <= 600))
 				secs = 600;
 			int st = 0;
-			r = wait_child(&ch, now_ns() + (uint64_t)(secs * 1e9), &st);
+			r = wait_child(&ch, tool_now_ns() + (uint64_t)(secs * 1e9), &st);
 			if (r == -EINTR) {
 				ret = r;
 				break;
@@ -2057,7 +1992,7 @@ int cmd_compare(int argc, char **argv)
 		snprintf(c.sdev[i], sizeof(c.sdev[i]), "%s", c.dev[i]);
 	}
 	c.tty = isatty(2);
-	c.t0_ns = now_ns();
+	c.t0_ns = tool_now_ns();
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
@@ -2080,7 +2015,7 @@ int cmd_compare(int argc, char **argv)
 		}
 	}
 	r = run(&c);
-	double duration = (double)(now_ns() - c.t0_ns) / 1e9;
+	double duration = (double)(tool_now_ns() - c.t0_ns) / 1e9;
 	if (r == -EINTR) {
 		progress_done(&c);
 		int sig = stop_signal;

@@ -57,6 +57,9 @@ void srv_spec_format(const struct srv_spec *sp, char *out, size_t len);
 /* Parses and validates what srv_spec_format wrote (from an untrusted peer). 0 or -EINVAL. */
 int srv_spec_parse(const char *text, struct srv_spec *sp);
 
+/* Whether the verbs device list has a device of that name. */
+bool device_exists(const char *name);
+
 /* The softrdma devices of the interface that holds the address a (IPv4 or IPv6): roce_<if>,
  * iwarp_<if>. 0, or a negative errno with why filled. */
 int local_devices(const struct sockaddr *a, char *roce, char *iwarp, size_t len, char *why,

@@ -143,7 +143,7 @@ static struct sockaddr_in unmapped(const struct sockaddr_in6 *a6)
 	return a;
 }
 
-static bool device_exists(const char *name)
+bool device_exists(const char *name)
 {
 	int n = 0;
 	struct ibv_device **list = ibv_get_device_list(&n);

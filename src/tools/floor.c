@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "tools/floor.h"
+#include "tools/util.h"
 #include "util/stats.h"
 
 #define DEFAULT_PORT	 18700
@@ -95,12 +96,6 @@ struct figs {
 	uint64_t elapsed_ns; /* first to last datagram (udp-bw), first to last byte (tcp-bw) */
 };
 
-struct strbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
 /* One floor or set-up run: options, sockets, results. */
 struct fl {
 	const char *cmd; /* "compare --floor" or "compare --setup", for messages */
@@ -142,21 +137,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
-/* CPU time of the whole process (user + system, every thread: rdma_cm's too). */
-static uint64_t cpu_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
 __attribute__((format(printf, 2, 3))) static int fail(struct fl *f, const char *fmt, ...)
 {
 	char msg[sizeof(f->error)];
@@ -186,47 +166,6 @@ static int stopped(void)
 	return stop_signal ? -EINTR : 0;
 }
 
-static void sb_add(struct strbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(struct strbuf *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || s->oom)
-		return;
-	if (s->len + (size_t)n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 1024;
-		while (cap < s->len + (size_t)n + 1)
-			cap *= 2;
-		char *p = realloc(s->p, cap);
-		if (!p) {
-			s->oom = true;
-			return;
-		}
-		s->p = p;
-		s->cap = cap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(s->p + s->len, s->cap - s->len, fmt, ap);
-	va_end(ap);
-	s->len += (size_t)n;
-}
-
-static void json_str(struct strbuf *s, const char *str)
-{
-	sb_add(s, "\"");
-	for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			sb_add(s, "\\%c", *c);
-		else if (*c < 0x20)
-			sb_add(s, "\\u%04x", *c);
-		else
-			sb_add(s, "%c", *c);
-	}
-	sb_add(s, "\"");
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--, v >>= 8)
@@ -239,71 +178,6 @@ static uint64_t get64(const uint8_t *p)
 	for (int i = 0; i < 8; i++)
 		v = v << 8 | p[i];
 	return v;
-}
-
-/* ---- numbers with units (as `softrdma lat` / `bw` take them) ---- */
-
-struct unit {
-	const char *suffix;
-	uint64_t mult;
-};
-
-static int parse_units(const char *s, const struct unit *units, size_t n, uint64_t *out)
-{
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (strcasecmp(end, units[i].suffix))
-			continue;
-		if (v > UINT64_MAX / units[i].mult)
-			return -ERANGE;
-		*out = v * units[i].mult;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	static const struct unit units[] = {{"", 1},	      {"b", 1},		{"k", 1 << 10},
-					    {"kb", 1 << 10},  {"kib", 1 << 10}, {"m", 1 << 20},
-					    {"mb", 1 << 20},  {"mib", 1 << 20}, {"g", 1u << 30},
-					    {"gb", 1u << 30}, {"gib", 1u << 30}};
-	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
-}
-
-static int parse_count(const char *s, uint64_t *out)
-{
-	static const struct unit units[] = {
-	    {"", 1}, {"k", 1000}, {"m", 1000000}, {"g", 1000000000}};
-	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
-}
-
-static int parse_seconds(const char *s, double *out)
-{
-	static const struct {
-		const char *suffix;
-		double mult;
-	} units[] = {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"min", 60}};
-	if (!isdigit((unsigned char)*s) && *s != '.')
-		return -EINVAL;
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || !(v >= 0.0) || v > 1e7)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcasecmp(end, units[i].suffix)) {
-			*out = v * units[i].mult;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* ---- sockets ---- */
@@ -359,11 +233,11 @@ static int bind_any(struct fl *f, int type)
  * 100 ms to notice a signal. 1 ready, 0 timed out, -EINTR on a signal. */
 static int wait_fd(int fd, short events, int64_t ms)
 {
-	uint64_t until = ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)ms * 1000000u;
+	uint64_t until = ms < 0 ? UINT64_MAX : tool_now_ns() + (uint64_t)ms * 1000000u;
 	for (;;) {
 		if (stopped())
 			return -EINTR;
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (t >= until)
 			return 0;
 		uint64_t left = (until - t) / 1000000u;
@@ -403,7 +277,7 @@ static int tcp_connect(struct fl *f)
 	struct sockaddr_in a;
 	if (resolve_v4(f, &a))
 		return -1;
-	uint64_t until = f->timeout_ns ? now_ns() + f->timeout_ns : UINT64_MAX;
+	uint64_t until = f->timeout_ns ? tool_now_ns() + f->timeout_ns : UINT64_MAX;
 	int err = 0, refused = 0;
 	for (;;) {
 		if (stopped())
@@ -414,7 +288,7 @@ static int tcp_connect(struct fl *f)
 		int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
 		err = r ? errno : 0;
 		if (err == EINPROGRESS) {
-			uint64_t t = now_ns();
+			uint64_t t = tool_now_ns();
 			int64_t ms = until == UINT64_MAX ? -1 : (int64_t)((until - t) / 1000000u);
 			int w = wait_fd(fd, POLLOUT, t >= until ? 0 : ms);
 			socklen_t l = sizeof(err);
@@ -432,7 +306,7 @@ static int tcp_connect(struct fl *f)
 			return fd;
 		}
 		close(fd);
-		if (err != ECONNREFUSED || now_ns() >= until)
+		if (err != ECONNREFUSED || tool_now_ns() >= until)
 			break;
 		refused = err;
 		usleep(20000);
@@ -459,7 +333,7 @@ static int tcp_write_all(struct fl *f, const void *p, size_t n, bool spin, const
 			return fail(f, "send to the %s: %s", who, strerror(errno));
 		if (stopped())
 			return -EINTR;
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (!last)
 			last = t;
 		else if (f->timeout_ns && t - last > f->timeout_ns)
@@ -494,7 +368,7 @@ static int tcp_read_exact(struct fl *f, void *p, size_t n, bool spin, const char
 			return fail(f, "receive from the %s: %s", who, strerror(errno));
 		if (stopped())
 			return -EINTR;
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (!last)
 			last = t;
 		else if (f->timeout_ns && t - last > f->timeout_ns)
@@ -576,11 +450,11 @@ static void send_mismatch(struct fl *f, const struct sockaddr_in *to)
 /* Client: sends 'Q' every STOP_REPEAT_NS until the server's figures come, for STOP_LIMIT_NS. */
 static int udp_stop(struct fl *f)
 {
-	uint64_t start = now_ns(), sent = 0;
+	uint64_t start = tool_now_ns(), sent = 0;
 	for (;;) {
 		if (stopped())
 			return -EINTR;
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (t - start > STOP_LIMIT_NS)
 			return fail(f,
 				    "no answer from the server to the stop request within %.1f s",
@@ -608,15 +482,15 @@ static void udp_linger(struct fl *f, const struct figs *g)
 	figs_write(g, r);
 	socklen_t l = sizeof(f->peer);
 	sendto(f->fd, r, sizeof(r), MSG_DONTWAIT, (struct sockaddr *)&f->peer, l);
-	uint64_t last = now_ns();
-	while (!stopped() && now_ns() - last < LINGER_NS) {
+	uint64_t last = tool_now_ns();
+	while (!stopped() && tool_now_ns() - last < LINGER_NS) {
 		struct sockaddr_in from;
 		socklen_t alen = sizeof(from);
 		ssize_t n = recvfrom(f->fd, f->rbuf, f->rbuf_len, MSG_DONTWAIT,
 				     (struct sockaddr *)&from, &alen);
 		if (n == 1 && f->rbuf[0] == 'Q' && same_addr(&from, &f->peer)) {
 			sendto(f->fd, r, sizeof(r), MSG_DONTWAIT, (struct sockaddr *)&f->peer, l);
-			last = now_ns();
+			last = tool_now_ns();
 		} else if (n < 0) {
 			usleep(1000); /* nothing measured any more: no need to spin */
 		}
@@ -636,7 +510,7 @@ static int udp_serve(struct fl *f)
 	    f->port, f->timeout_s);
 	bool lat = f->mode == M_UDP_LAT;
 	struct figs g = {0};
-	uint64_t cpu0 = 0, first = 0, last_data = 0, heard = now_ns();
+	uint64_t cpu0 = 0, first = 0, last_data = 0, heard = tool_now_ns();
 	bool started = false;
 	struct mmsghdr mm[UDP_BATCH];
 	struct iovec iov[UDP_BATCH];
@@ -653,7 +527,7 @@ static int udp_serve(struct fl *f)
 		}
 		/* latency: one at a time, the echo goes out at once */
 		int got = recvmmsg(f->fd, mm, lat ? 1 : UDP_BATCH, MSG_DONTWAIT, NULL);
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (got <= 0) {
 			if (got < 0 && errno != EAGAIN && errno != EINTR)
 				return fail(f, "recvmmsg: %s", strerror(errno));
@@ -688,7 +562,7 @@ static int udp_serve(struct fl *f)
 			struct sockaddr *to = (struct sockaddr *)&f->peer;
 			if (lat && p[0] == 'D') {
 				if (!started) {
-					cpu0 = cpu_now_ns();
+					cpu0 = tool_cpu_ns();
 					started = true;
 				}
 				/* The echo; a full send buffer just loses it (the client resends).
@@ -698,7 +572,7 @@ static int udp_serve(struct fl *f)
 				g.bytes += n;
 			} else if (!lat && p[0] == 'B') {
 				if (!started) {
-					cpu0 = cpu_now_ns();
+					cpu0 = tool_cpu_ns();
 					first = t;
 					started = true;
 				}
@@ -708,7 +582,7 @@ static int udp_serve(struct fl *f)
 			} else if (!lat && p[0] == 'H' && n == 1) {
 				sendto(f->fd, "H", 1, MSG_DONTWAIT, to, l);
 			} else if (p[0] == 'Q' && n == 1) {
-				g.cpu_ns = started ? cpu_now_ns() - cpu0 : 0;
+				g.cpu_ns = started ? tool_cpu_ns() - cpu0 : 0;
 				g.elapsed_ns = last_data - first;
 				f->cpu_ns = g.cpu_ns;
 				f->peer_figs = g;
@@ -730,12 +604,12 @@ static int udp_round(struct fl *f, uint64_t seq, uint64_t *ns)
 	f->buf[0] = 'D';
 	memcpy(f->buf + 1, sb + 8 - k, k); /* the low bytes of seq: a stale echo never matches */
 	uint64_t resend = seq ? RESEND_NS : WARMUP_RESEND_NS;
-	uint64_t t0 = now_ns(), sent = t0;
+	uint64_t t0 = tool_now_ns(), sent = t0;
 	if (send(f->fd, f->buf, s, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ECONNREFUSED)
 		return fail(f, "send: %s", strerror(errno));
 	for (;;) {
 		ssize_t n = recv(f->fd, f->rbuf, f->rbuf_len, MSG_DONTWAIT);
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (n == (ssize_t)s && !memcmp(f->rbuf, f->buf, 1 + k)) {
 			*ns = t - t0;
 			return 0;
@@ -763,9 +637,9 @@ static int udp_round(struct fl *f, uint64_t seq, uint64_t *ns)
 /* udp-bw client: hello until the server answers (it may still be starting). */
 static int udp_hello(struct fl *f)
 {
-	uint64_t t0 = now_ns(), sent = 0;
+	uint64_t t0 = tool_now_ns(), sent = 0;
 	for (;;) {
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (!sent || t - sent >= WARMUP_RESEND_NS) {
 			send(f->fd, "H", 1, MSG_DONTWAIT);
 			sent = t;
@@ -808,9 +682,9 @@ static int udp_blast(struct fl *f, uint64_t *msgs, uint64_t *ns)
 			mm[i].msg_hdr.msg_iovlen = 1;
 		}
 	}
-	uint64_t t0 = now_ns(), deadline = f->duration_ns ? t0 + f->duration_ns : 0, sent = 0;
+	uint64_t t0 = tool_now_ns(), deadline = f->duration_ns ? t0 + f->duration_ns : 0, sent = 0;
 	uint64_t stall = 0;
-	while (deadline ? now_ns() < deadline : sent < f->iters) {
+	while (deadline ? tool_now_ns() < deadline : sent < f->iters) {
 		uint64_t want = mpb;
 		if (!deadline && f->iters - sent < mpb)
 			want = f->iters - sent;
@@ -833,7 +707,7 @@ static int udp_blast(struct fl *f, uint64_t *msgs, uint64_t *ns)
 				rc = -EINTR;
 				goto out_free;
 			}
-			uint64_t t = now_ns();
+			uint64_t t = tool_now_ns();
 			if (!stall)
 				stall = t;
 			else if (f->timeout_ns && t - stall > f->timeout_ns) {
@@ -844,7 +718,7 @@ static int udp_blast(struct fl *f, uint64_t *msgs, uint64_t *ns)
 		sent += want;
 	}
 	*msgs = sent;
-	*ns = now_ns() - t0;
+	*ns = tool_now_ns() - t0;
 out_free:
 	free(iov);
 	free(mm);
@@ -947,7 +821,7 @@ static int tcp_serve(struct fl *f)
 			if (r == 1)
 				break;
 			if (!g.count)
-				cpu0 = cpu_now_ns();
+				cpu0 = tool_cpu_ns();
 			if ((r = tcp_write_all(f, f->buf, s, true, "client")))
 				return r;
 			g.count++;
@@ -958,9 +832,9 @@ static int tcp_serve(struct fl *f)
 		for (;;) {
 			ssize_t n = recv(f->fd, f->rbuf, f->rbuf_len, MSG_DONTWAIT);
 			if (n > 0) {
-				last = now_ns();
+				last = tool_now_ns();
 				if (!g.bytes) {
-					cpu0 = cpu_now_ns();
+					cpu0 = tool_cpu_ns();
 					first = last;
 				}
 				g.bytes += (uint64_t)n;
@@ -973,7 +847,7 @@ static int tcp_serve(struct fl *f)
 				return fail(f, "receive from the client: %s", strerror(errno));
 			if (stopped())
 				return -EINTR;
-			uint64_t t = now_ns();
+			uint64_t t = tool_now_ns();
 			if (!quiet)
 				quiet = t;
 			else if (f->timeout_ns && t - quiet > f->timeout_ns)
@@ -983,7 +857,7 @@ static int tcp_serve(struct fl *f)
 		g.count = g.bytes / f->size;
 		g.elapsed_ns = last - first;
 	}
-	g.cpu_ns = g.bytes ? cpu_now_ns() - cpu0 : 0;
+	g.cpu_ns = g.bytes ? tool_cpu_ns() - cpu0 : 0;
 	f->cpu_ns = g.cpu_ns;
 	f->peer_figs = g;
 	uint8_t rep[FIGS_LEN];
@@ -1010,8 +884,8 @@ static int tcp_blast(struct fl *f, uint64_t *msgs, uint64_t *ns)
 {
 	size_t s = (size_t)f->size;
 	memset(f->buf, 'T', s);
-	uint64_t t0 = now_ns(), deadline = f->duration_ns ? t0 + f->duration_ns : 0, sent = 0;
-	while (deadline ? now_ns() < deadline : sent < f->iters) {
+	uint64_t t0 = tool_now_ns(), deadline = f->duration_ns ? t0 + f->duration_ns : 0, sent = 0;
+	while (deadline ? tool_now_ns() < deadline : sent < f->iters) {
 		int r = tcp_write_all(f, f->buf, s, false, "server");
 		if (r)
 			return r;
@@ -1020,7 +894,7 @@ static int tcp_blast(struct fl *f, uint64_t *msgs, uint64_t *ns)
 	int r = tcp_figures(f);
 	if (r)
 		return r;
-	*ns = now_ns() - t0;
+	*ns = tool_now_ns() - t0;
 	*msgs = sent;
 	return 0;
 }
@@ -1032,14 +906,14 @@ static int tcp_round(struct fl *f, uint64_t seq, uint64_t *ns)
 	uint8_t sb[8];
 	put64(sb, seq);
 	memcpy(f->buf, sb + 8 - k, k);
-	uint64_t t0 = now_ns();
+	uint64_t t0 = tool_now_ns();
 	int r = tcp_write_all(f, f->buf, s, true, "server");
 	if (r)
 		return r;
 	r = tcp_read_exact(f, f->rbuf, s, true, "server");
 	if (r)
 		return r < 0 ? r : fail(f, "the server closed the connection");
-	*ns = now_ns() - t0;
+	*ns = tool_now_ns() - t0;
 	if (memcmp(f->rbuf, f->buf, s))
 		return fail(f, "the echo of round %llu differs from what was sent",
 			    (unsigned long long)seq);
@@ -1143,11 +1017,11 @@ static int lat_client(struct fl *f)
 	for (i = 0;; i++) {
 		uint64_t ns = 0;
 		if (i == 1) {
-			cpu0 = cpu_now_ns();
+			cpu0 = tool_cpu_ns();
 			if (f->duration_ns)
-				deadline = now_ns() + f->duration_ns;
+				deadline = tool_now_ns() + f->duration_ns;
 		}
-		if (i > 0 && (deadline ? now_ns() >= deadline : i > f->iters))
+		if (i > 0 && (deadline ? tool_now_ns() >= deadline : i > f->iters))
 			break;
 		r = f->mode == M_UDP_LAT ? udp_round(f, i, &ns) : tcp_round(f, i, &ns);
 		if (r)
@@ -1155,7 +1029,7 @@ static int lat_client(struct fl *f)
 		if (i > 0 && (r = add_sample(f, &st, (double)ns)))
 			return r; /* i == 0: the unmeasured warm-up round */
 	}
-	f->cpu_ns = cpu_now_ns() - cpu0;
+	f->cpu_ns = tool_cpu_ns() - cpu0;
 	uint64_t measured = i - 1;
 	r = f->mode == M_UDP_LAT ? udp_stop(f) : tcp_figures(f);
 	if (r)
@@ -1195,9 +1069,9 @@ static int bw_client(struct fl *f)
 		say(f,
 		    " Method          : one TCP connection; first write to the server's count\n");
 	say(f, "%s\n", dashes);
-	uint64_t cpu0 = cpu_now_ns();
+	uint64_t cpu0 = tool_cpu_ns();
 	r = udp ? udp_blast(f, &msgs, &ns) : tcp_blast(f, &msgs, &ns);
-	f->cpu_ns = cpu_now_ns() - cpu0;
+	f->cpu_ns = tool_cpu_ns() - cpu0;
 	if (r || (udp && (r = udp_stop(f))))
 		return r;
 	const struct figs *g = &f->peer_figs;
@@ -1294,7 +1168,7 @@ static void write_json(struct fl *f, bool ok, bool setup)
 		sb_add(&s, "  \"role\": \"%s\",\n", f->client ? "client" : "server");
 		if (f->device) {
 			sb_add(&s, "  \"device\": ");
-			json_str(&s, f->device);
+			sb_json_str(&s, f->device);
 			sb_add(&s, ",\n");
 		}
 		sb_add(&s, "  \"unit\": \"ms\"%s%s", f->row.len ? ",\n  " : "",
@@ -1313,7 +1187,7 @@ static void write_json(struct fl *f, bool ok, bool setup)
 	}
 	if (!ok) {
 		sb_add(&s, ",\n  \"error\": ");
-		json_str(&s, f->error[0] ? f->error : "interrupted");
+		sb_json_str(&s, f->error[0] ? f->error : "interrupted");
 	}
 	sb_add(&s, "\n}\n");
 	if (s.p && !s.oom && !f->row.oom)
@@ -1723,7 +1597,7 @@ static int rdma_once(struct fl *f, struct rdma_event_channel *ch, const struct s
 	int r;
 	if (rdma_create_id(ch, &c.id, NULL, RDMA_PS_TCP))
 		return fail(f, "rdma_create_id: %s", strerror(errno));
-	uint64_t t0 = now_ns();
+	uint64_t t0 = tool_now_ns();
 	if (rdma_resolve_addr(c.id, NULL, (struct sockaddr *)dst, 2000)) {
 		r = fail(f, "rdma_resolve_addr: %s", strerror(errno));
 		goto out;
@@ -1752,7 +1626,7 @@ static int rdma_once(struct fl *f, struct rdma_event_channel *ch, const struct s
 	}
 	if ((r = expect_event(f, ch, c.id, RDMA_CM_EVENT_ESTABLISHED, may_retry)))
 		goto out; /* 1: nobody listens yet */
-	*ns = now_ns() - t0;
+	*ns = tool_now_ns() - t0;
 	if (rdma_disconnect(c.id)) {
 		r = fail(f, "rdma_disconnect: %s", strerror(errno));
 		goto out;
@@ -1772,12 +1646,12 @@ static int rdma_client(struct fl *f, struct stats *st)
 	if (!ch)
 		return fail(f, "rdma_create_event_channel: %s", strerror(errno));
 	int r = 0;
-	uint64_t until = f->timeout_ns ? now_ns() + f->timeout_ns : UINT64_MAX;
+	uint64_t until = f->timeout_ns ? tool_now_ns() + f->timeout_ns : UINT64_MAX;
 	for (uint32_t i = 0; i < f->iters && !r;) {
 		uint64_t ns = 0;
 		r = rdma_once(f, ch, &dst, i, i == 0, &ns);
 		if (r == 1) { /* refused: the server is not listening yet */
-			if (now_ns() >= until) {
+			if (tool_now_ns() >= until) {
 				r = fail(f,
 					 "the server %s port %d refused the connection for %.1f s",
 					 f->server, f->port, f->timeout_s);
@@ -1896,21 +1770,21 @@ static int tcp_setup_client(struct fl *f, struct stats *st)
 	struct sockaddr_in a;
 	if (resolve_v4(f, &a))
 		return -1;
-	uint64_t until = f->timeout_ns ? now_ns() + f->timeout_ns : UINT64_MAX;
+	uint64_t until = f->timeout_ns ? tool_now_ns() + f->timeout_ns : UINT64_MAX;
 	struct timeval tv = {
 	    .tv_sec = (time_t)f->timeout_s,
 	    .tv_usec = (suseconds_t)((f->timeout_s - (double)(time_t)f->timeout_s) * 1e6)};
 	for (uint64_t i = 0; i < f->iters;) {
 		if (stopped())
 			return -EINTR;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = tool_now_ns();
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return fail(f, "socket: %s", strerror(errno));
 		/* connect() honours the send timeout: the wait stays bounded. */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
-		uint64_t t1 = now_ns();
+		uint64_t t1 = tool_now_ns();
 		int e = errno;
 		if (r) {
 			close(fd);

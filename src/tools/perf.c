@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "tools/tools.h"
+#include "tools/util.h"
 #include "util/stats.h"
 
 #define DEFAULT_PORT	18515
@@ -186,12 +187,6 @@ struct opts {
 	const char *server;
 };
 
-struct strbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
 struct perf {
 	struct opts o;
 	struct params p; /* effective */
@@ -247,31 +242,16 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- messages ---- */
-
-/* CPU time of the whole process (user + system, every thread), in ns. */
-static uint64_t cpu_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void cpu_begin(struct perf *pf)
 {
-	pf->cpu_start = cpu_now_ns();
+	pf->cpu_start = tool_cpu_ns();
 }
 
 static void cpu_end(struct perf *pf)
 {
-	pf->cpu_ns = cpu_now_ns() - pf->cpu_start;
+	pf->cpu_ns = tool_cpu_ns() - pf->cpu_start;
 }
 
 static void vreport(struct perf *pf, const char *fmt, va_list ap)
@@ -315,130 +295,6 @@ __attribute__((format(printf, 2, 3))) static void say(struct perf *pf, const cha
 	vfprintf(pf->out, fmt, ap);
 	va_end(ap);
 	fflush(pf->out);
-}
-
-static void sb_add(struct strbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(struct strbuf *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || s->oom)
-		return;
-	if (s->len + (size_t)n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 1024;
-		while (cap < s->len + (size_t)n + 1)
-			cap *= 2;
-		char *p = realloc(s->p, cap);
-		if (!p) {
-			s->oom = true;
-			return;
-		}
-		s->p = p;
-		s->cap = cap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(s->p + s->len, s->cap - s->len, fmt, ap);
-	va_end(ap);
-	s->len += (size_t)n;
-}
-
-static void json_str(struct strbuf *s, const char *str)
-{
-	sb_add(s, "\"");
-	for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			sb_add(s, "\\%c", *c);
-		else if (*c < 0x20)
-			sb_add(s, "\\u%04x", *c);
-		else
-			sb_add(s, "%c", *c);
-	}
-	sb_add(s, "\"");
-}
-
-/* ---- numbers with units ---- */
-
-static int parse_uint(const char *s, uint64_t *v, const char **rest)
-{
-	if (!isdigit((unsigned char)*s))
-		return -1;
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	*v = x;
-	*rest = end;
-	return 0;
-}
-
-static int scale(uint64_t v, uint64_t mult, uint64_t *out)
-{
-	if (mult && v > UINT64_MAX / mult)
-		return -1;
-	*out = v * mult;
-	return 0;
-}
-
-struct unit {
-	const char *suffix;
-	uint64_t mult;
-};
-
-/* An unsigned integer with one of units' suffixes (any case), scaled without overflow. */
-static int parse_units(const char *s, const struct unit *units, size_t n, uint64_t *out)
-{
-	uint64_t v;
-	const char *rest;
-	if (parse_uint(s, &v, &rest))
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (!strcasecmp(rest, units[i].suffix))
-			return scale(v, units[i].mult, out);
-	return -1;
-}
-
-/* Bytes: 64, 4K, 4KB, 4KiB, 1M, 8MiB, 1G (binary multiples, any case), 2B. */
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	static const struct unit units[] = {{"", 1},	      {"b", 1},		{"k", 1 << 10},
-					    {"kb", 1 << 10},  {"kib", 1 << 10}, {"m", 1 << 20},
-					    {"mb", 1 << 20},  {"mib", 1 << 20}, {"g", 1u << 30},
-					    {"gb", 1u << 30}, {"gib", 1u << 30}};
-	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
-}
-
-/* Counts: 1000, 10k, 2M (decimal multiples). */
-static int parse_count(const char *s, uint64_t *out)
-{
-	static const struct unit units[] = {
-	    {"", 1}, {"k", 1000}, {"m", 1000000}, {"g", 1000000000}};
-	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
-}
-
-/* Seconds: 5, 2.5, 2.5s, 500ms, 100us, 1min. */
-static int parse_seconds(const char *s, double *out)
-{
-	static const struct {
-		const char *suffix;
-		double mult;
-	} units[] = {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"min", 60}};
-	if (!isdigit((unsigned char)*s) && *s != '.')
-		return -1;
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || !(v >= 0.0) || v > 1e7)
-		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcasecmp(end, units[i].suffix)) {
-			*out = v * units[i].mult;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 /* ---- data patterns ---- */
@@ -724,7 +580,7 @@ static int chan_send(struct perf *pf, uint8_t type, const void *payload, size_t 
 	if (len)
 		memcpy(b + CHAN_HDR, payload, len);
 	size_t off = 0, total = CHAN_HDR + len;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = tool_now_ns();
 	while (off < total) {
 		ssize_t n = send(c->fd, b + off, total - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
@@ -734,7 +590,7 @@ static int chan_send(struct perf *pf, uint8_t type, const void *payload, size_t 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 			if (stop_signal)
 				return -1;
-			if (pf->timeout_ns && now_ns() - t0 > pf->timeout_ns) {
+			if (pf->timeout_ns && tool_now_ns() - t0 > pf->timeout_ns) {
 				c->dead = true;
 				return report(pf,
 					      "the %s accepts no data on the side-band connection",
@@ -764,7 +620,7 @@ static void chan_fill(struct perf *pf, int wait_ms)
 	ssize_t n = recv(c->fd, c->rx + c->rx_len, sizeof(c->rx) - c->rx_len, MSG_DONTWAIT);
 	if (n > 0) {
 		c->rx_len += (size_t)n;
-		c->last_rx = now_ns();
+		c->last_rx = tool_now_ns();
 	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 		c->eof = true;
 	}
@@ -845,7 +701,7 @@ static int chan_service(struct perf *pf)
 static int chan_expect(struct perf *pf, uint8_t want)
 {
 	struct chan *c = &pf->chan;
-	uint64_t since = now_ns();
+	uint64_t since = tool_now_ns();
 	for (;;) {
 		if (stop_signal)
 			return -1;
@@ -865,7 +721,7 @@ static int chan_expect(struct perf *pf, uint8_t want)
 			chan_pop(c, len);
 			return 0;
 		}
-		uint64_t t = now_ns(), last = c->last_rx > since ? c->last_rx : since;
+		uint64_t t = tool_now_ns(), last = c->last_rx > since ? c->last_rx : since;
 		if (pf->timeout_ns && t - last > pf->timeout_ns)
 			return fail(pf,
 				    "nothing from the %s for %.1f s (waiting for %s): giving up",
@@ -926,12 +782,12 @@ static int chan_listen(struct perf *pf)
 	say(pf, "\n************************************\n"
 		"* Waiting for client to connect... *\n"
 		"************************************\n");
-	uint64_t t0 = now_ns();
+	uint64_t t0 = tool_now_ns();
 	int fd = -1;
 	while (fd < 0) {
 		if (stop_signal)
 			break;
-		if (pf->timeout_ns && now_ns() - t0 > pf->timeout_ns) {
+		if (pf->timeout_ns && tool_now_ns() - t0 > pf->timeout_ns) {
 			report(pf, "no client connected to TCP port %d within %.1f s", pf->o.port,
 			       pf->o.timeout_s);
 			break;
@@ -950,7 +806,7 @@ static int chan_listen(struct perf *pf)
 		return -1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	pf->chan.fd = fd;
-	pf->chan.last_rx = now_ns();
+	pf->chan.last_rx = tool_now_ns();
 	return 0;
 }
 
@@ -973,7 +829,7 @@ static int try_connect(const struct addrinfo *ai, uint64_t deadline, int *out)
 			close(fd);
 			return EINTR;
 		}
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (deadline && t >= deadline) {
 			close(fd);
 			return ETIMEDOUT;
@@ -1005,7 +861,7 @@ static int chan_connect(struct perf *pf)
 	if (gai)
 		return report(pf, "cannot resolve server '%s': %s", pf->o.server,
 			      gai_strerror(gai));
-	uint64_t t0 = now_ns(), deadline = pf->timeout_ns ? t0 + pf->timeout_ns : 0;
+	uint64_t t0 = tool_now_ns(), deadline = pf->timeout_ns ? t0 + pf->timeout_ns : 0;
 	int fd = -1, last = 0;
 	while (fd < 0 && !stop_signal) {
 		for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
@@ -1013,7 +869,7 @@ static int chan_connect(struct perf *pf)
 			if (e && e != ETIMEDOUT && e != EINTR)
 				last = e;
 		}
-		if (fd >= 0 || (deadline && now_ns() >= deadline))
+		if (fd >= 0 || (deadline && tool_now_ns() >= deadline))
 			break;
 		usleep(100000); /* the server may not be listening yet */
 	}
@@ -1028,7 +884,7 @@ static int chan_connect(struct perf *pf)
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	pf->chan.fd = fd;
-	pf->chan.last_rx = now_ns();
+	pf->chan.last_rx = tool_now_ns();
 	return 0;
 }
 
@@ -1367,7 +1223,7 @@ static int create_resources(struct perf *pf)
 		want_inline = 0;
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 		     (pf->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0);
-	uint64_t seed = mix64(now_ns() ^ (uint64_t)getpid() << 32);
+	uint64_t seed = mix64(tool_now_ns() ^ (uint64_t)getpid() << 32);
 	for (uint32_t i = 0; i < pf->nq; i++) {
 		struct qpctx *q = &pf->q[i];
 		q->out_len = out_len;
@@ -1680,7 +1536,7 @@ static int on_wc(struct perf *pf, const struct ibv_wc *wc)
 	if (wc->status != IBV_WC_SUCCESS) {
 		/* A peer that stopped or failed has said why on the channel (before it tore its
 		 * QPs down): its word explains more than the flush it caused here. */
-		for (uint64_t t0 = now_ns(); now_ns() - t0 < 300000000ull;) {
+		for (uint64_t t0 = tool_now_ns(); tool_now_ns() - t0 < 300000000ull;) {
 			chan_fill(pf, 20);
 			int r = chan_service(pf);
 			if (r < 0)
@@ -1730,7 +1586,7 @@ static int poll_once(struct perf *pf, int *any)
 		*any = n;
 	if (n == 0)
 		return 0;
-	pf->poll_time = now_ns();
+	pf->poll_time = tool_now_ns();
 	int issued = 0;
 	for (int i = 0; i < n; i++) {
 		int r = on_wc(pf, &wc[i]);
@@ -1751,7 +1607,7 @@ struct waiter {
 
 static void waiter_init(struct waiter *w, const char *what)
 {
-	w->last_progress = now_ns();
+	w->last_progress = tool_now_ns();
 	w->what = what;
 }
 
@@ -1778,7 +1634,7 @@ static int wait_tick(struct perf *pf, struct waiter *w)
 		return -1;
 	if (++pf->spins & 255)
 		return 0;
-	return tick(pf, w, now_ns());
+	return tick(pf, w, tool_now_ns());
 }
 
 /* Waits until `*counter` reaches `target`, polling the CQ. */
@@ -1810,7 +1666,7 @@ static int settle(struct perf *pf, const uint8_t *p, size_t size, const struct m
 		int64_t bad = msg_diff(p, size, f, full);
 		if (bad < 0)
 			return 0;
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		if (!t0)
 			t0 = t;
 		if (stop_signal)
@@ -1951,7 +1807,7 @@ static int lat_round_client(struct perf *pf, uint64_t i, uint64_t *t0, uint64_t 
 			if (wait_count(pf, &q->done, q->done + 1, "SEND completion"))
 				return -1;
 		uint64_t want = q->rx_done + 1;
-		*t0 = now_ns();
+		*t0 = tool_now_ns();
 		if (post_op(pf, 0, q->posted))
 			return -1;
 		struct waiter w;
@@ -1977,7 +1833,7 @@ static int lat_round_client(struct perf *pf, uint64_t i, uint64_t *t0, uint64_t 
 				return -1;
 		msg_stamp(out, size, &mine);
 		uint8_t tag = tag_of(i);
-		*t0 = now_ns();
+		*t0 = tool_now_ns();
 		if (post_op(pf, 0, q->posted))
 			return -1;
 		struct waiter w;
@@ -1988,14 +1844,14 @@ static int lat_round_client(struct perf *pf, uint64_t i, uint64_t *t0, uint64_t 
 			if (wait_tick(pf, &w) < 0)
 				return -1;
 		}
-		*t1 = now_ns();
+		*t1 = tool_now_ns();
 		return settle(pf, in, size, &theirs, full, "RDMA WRITE", 0, i);
 	}
 	case V_READ: {
 		struct msgfmt theirs = {.seed = peer_seed(pf)};
 		msg_clear_ends(out, size, &theirs);
 		uint64_t want = q->done + 1;
-		*t0 = now_ns();
+		*t0 = tool_now_ns();
 		if (post_op(pf, 0, q->posted) ||
 		    wait_count(pf, &q->done, want, "RDMA READ response"))
 			return -1;
@@ -2008,7 +1864,7 @@ static int lat_round_client(struct perf *pf, uint64_t i, uint64_t *t0, uint64_t 
 	}
 	default: {
 		uint64_t want = q->done + 1;
-		*t0 = now_ns();
+		*t0 = tool_now_ns();
 		if (post_op(pf, 0, q->posted) || wait_count(pf, &q->done, want, "atomic response"))
 			return -1;
 		*t1 = pf->poll_time; /* on_wc checked the returned value */
@@ -2279,14 +2135,14 @@ static int lat_size(struct perf *pf, uint64_t size, size_t index)
 	stats_init(&st, pf->samples, pf->samples_cap);
 	double div = verbs[pf->p.verb].half_rtt ? 2.0 : 1.0;
 	uint64_t deadline = 0, i;
-	pf->next_hb = now_ns() + HEARTBEAT_NS;
+	pf->next_hb = tool_now_ns() + HEARTBEAT_NS;
 	for (i = 0;; i++) {
 		uint64_t t0, t1;
 		if (i == 1)
 			cpu_begin(pf);
 		if (i == 1 && pf->p.duration_us)
-			deadline = now_ns() + pf->p.duration_us * 1000;
-		if (i > 0 && (deadline ? now_ns() >= deadline : i > pf->p.iters))
+			deadline = tool_now_ns() + pf->p.duration_us * 1000;
+		if (i > 0 && (deadline ? tool_now_ns() >= deadline : i > pf->p.iters))
 			break;
 		if (lat_round_client(pf, i, &t0, &t1) || tick(pf, NULL, t1) < 0)
 			return -1;
@@ -2504,8 +2360,8 @@ static int bw_size(struct perf *pf, uint64_t size, size_t index)
 	bool issue_done = !issuing, peer_done = false;
 	struct waiter w;
 	waiter_init(&w, issuing ? "completion" : "message");
-	pf->next_hb = now_ns() + HEARTBEAT_NS;
-	pf->next_chan = now_ns() + CHAN_CHECK_NS;
+	pf->next_hb = tool_now_ns() + HEARTBEAT_NS;
+	pf->next_chan = tool_now_ns() + CHAN_CHECK_NS;
 
 	if (issuing) { /* the unmeasured check round: one message per QP, verified */
 		for (uint32_t qi = 0; qi < pf->nq; qi++)
@@ -2532,7 +2388,7 @@ static int bw_size(struct perf *pf, uint64_t size, size_t index)
 			return -1;
 		peer_done = true;
 	}
-	uint64_t t_start = now_ns(), deadline = 0, t_last = t_start;
+	uint64_t t_start = tool_now_ns(), deadline = 0, t_last = t_start;
 	if (pf->p.duration_us)
 		deadline = t_start + pf->p.duration_us * 1000;
 	uint64_t win_start = t_start, win_msgs = 0;
@@ -2544,7 +2400,7 @@ static int bw_size(struct perf *pf, uint64_t size, size_t index)
 	 * calling the library while the peer still READs from it can leave responses unsent
 	 * (softrdma issue: see the report of `softrdma bw -b --verb read` on iwarp_lo). */
 	while (!(issue_done && peer_done && (!receiving || all_received(pf)))) {
-		uint64_t t = now_ns();
+		uint64_t t = tool_now_ns();
 		bool stop_posting = deadline && t >= deadline, starved = false;
 		int r = tick(pf, &w, t);
 		if (r < 0)
@@ -2705,9 +2561,9 @@ static int run(struct perf *pf)
 	if (chan_send(pf, M_QPINFO, w.b, w.len) || chan_expect(pf, M_QPINFO) || connect_qps(pf))
 		return -1;
 	table_header(pf);
-	uint64_t t_all = now_ns();
+	uint64_t t_all = tool_now_ns();
 	for (size_t i = 0; i < pf->nsizes; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = tool_now_ns();
 		int r = pf->test == T_LAT ? lat_size(pf, pf->sizes[i], i)
 					  : bw_size(pf, pf->sizes[i], i);
 		if (r)
@@ -2715,7 +2571,7 @@ static int run(struct perf *pf)
 		if (pf->nsizes > 1)
 			fprintf(stderr, "softrdma %s: [%zu/%zu] %llu bytes done in %.2f s\n",
 				pf->cmd, i + 1, pf->nsizes, (unsigned long long)pf->sizes[i],
-				(double)(now_ns() - t0) / 1e9);
+				(double)(tool_now_ns() - t0) / 1e9);
 	}
 	if (pf->client) {
 		if (chan_send(pf, M_BYE, NULL, 0))
@@ -2727,7 +2583,7 @@ static int run(struct perf *pf)
 		"------------------------\n");
 	if (pf->nsizes > 1)
 		fprintf(stderr, "softrdma %s: %zu sizes in %.2f s\n", pf->cmd, pf->nsizes,
-			(double)(now_ns() - t_all) / 1e9);
+			(double)(tool_now_ns() - t_all) / 1e9);
 	return 0;
 }
 
@@ -2738,9 +2594,9 @@ static void write_json(struct perf *pf, bool ok)
 	struct strbuf s = {0};
 	sb_add(&s,
 	       "{\n  \"tool\": \"softrdma\",\n  \"test\": \"%s\",\n  \"verb\": ", tests[pf->test]);
-	json_str(&s, verbs[pf->p.verb < V_COUNT ? pf->p.verb : 0].name);
+	sb_json_str(&s, verbs[pf->p.verb < V_COUNT ? pf->p.verb : 0].name);
 	sb_add(&s, ",\n  \"role\": \"%s\",\n  \"device\": ", pf->role);
-	json_str(&s, pf->dev_name ? pf->dev_name : "");
+	sb_json_str(&s, pf->dev_name ? pf->dev_name : "");
 	sb_add(&s, ",\n  \"transport\": \"%s\",\n  \"gid_index\": %d,\n  \"qps\": %u,\n",
 	       pf->iwarp ? "iWARP" : "RoCE", pf->gid_index, pf->p.qps);
 	sb_add(&s, "  \"tx_depth\": %u,\n  \"bidirectional\": %s,\n", pf->p.tx_depth,
@@ -2757,7 +2613,7 @@ static void write_json(struct perf *pf, bool ok)
 	sb_add(&s, "  \"results\": [\n    %s\n  ]", pf->rows.len ? pf->rows.p : "");
 	if (!ok) {
 		sb_add(&s, ",\n  \"error\": ");
-		json_str(&s, pf->error[0] ? pf->error : "interrupted");
+		sb_json_str(&s, pf->error[0] ? pf->error : "interrupted");
 	}
 	sb_add(&s, "\n}\n");
 	if (s.p)

@@ -1,0 +1,133 @@
+/* Clocks, the JSON text buffer and the option numbers of the softrdma tools (util.h). */
+#define _GNU_SOURCE
+#include "tools/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t tool_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t tool_cpu_ns(void)
+{
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+void sb_add(struct strbuf *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || s->oom)
+		return;
+	if (s->len + (size_t)n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 1024;
+		while (cap < s->len + (size_t)n + 1)
+			cap *= 2;
+		char *p = realloc(s->p, cap);
+		if (!p) {
+			s->oom = true;
+			return;
+		}
+		s->p = p;
+		s->cap = cap;
+	}
+	va_start(ap, fmt);
+	vsnprintf(s->p + s->len, s->cap - s->len, fmt, ap);
+	va_end(ap);
+	s->len += (size_t)n;
+}
+
+void sb_json_str(struct strbuf *s, const char *str)
+{
+	sb_add(s, "\"");
+	for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			sb_add(s, "\\%c", *c);
+		else if (*c < 0x20)
+			sb_add(s, "\\u%04x", *c);
+		else
+			sb_add(s, "%c", *c);
+	}
+	sb_add(s, "\"");
+}
+
+struct unit {
+	const char *suffix;
+	uint64_t mult;
+};
+
+/* An unsigned integer with one of units' suffixes (any case), scaled without overflow. */
+static int parse_units(const char *s, const struct unit *units, size_t n, uint64_t *out)
+{
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	for (size_t i = 0; i < n; i++) {
+		if (strcasecmp(end, units[i].suffix))
+			continue;
+		if (v > UINT64_MAX / units[i].mult)
+			return -ERANGE;
+		*out = v * units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int parse_bytes(const char *s, uint64_t *out)
+{
+	static const struct unit units[] = {{"", 1},	      {"b", 1},		{"k", 1 << 10},
+					    {"kb", 1 << 10},  {"kib", 1 << 10}, {"m", 1 << 20},
+					    {"mb", 1 << 20},  {"mib", 1 << 20}, {"g", 1u << 30},
+					    {"gb", 1u << 30}, {"gib", 1u << 30}};
+	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
+}
+
+int parse_count(const char *s, uint64_t *out)
+{
+	static const struct unit units[] = {
+	    {"", 1}, {"k", 1000}, {"m", 1000000}, {"g", 1000000000}};
+	return parse_units(s, units, sizeof(units) / sizeof(units[0]), out);
+}
+
+int parse_seconds(const char *s, double *out)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"min", 60}};
+	if (!isdigit((unsigned char)*s) && *s != '.')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !(v >= 0.0) || v > 1e7)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcasecmp(end, units[i].suffix)) {
+			*out = v * units[i].mult;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,39 @@
+/* Small things every softrdma subcommand needs: clocks, a growing text buffer for JSON, and the
+ * numbers-with-units its options take (perf.c, floor.c, compare.c). */
+#ifndef SOFTRDMA_TOOLS_UTIL_H
+#define SOFTRDMA_TOOLS_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t tool_now_ns(void);
+
+/* CPU time of the whole process (user + system, every thread: softrdma's progress thread
+ * included), in ns. */
+uint64_t tool_cpu_ns(void);
+
+/* A text buffer that grows as needed. Zero-initialise it; p is NUL-terminated once anything
+ * was added; the owner frees p. After an allocation failure oom is set and later additions are
+ * ignored (the text so far stays valid). */
+struct strbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+void sb_add(struct strbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* str as a JSON string: quoted, with '"', '\' and control characters escaped. */
+void sb_json_str(struct strbuf *s, const char *str);
+
+/* Option values. 0, or -EINVAL (not such a number), -ERANGE (overflow).
+ * Bytes: 64, 4K, 4KB, 4KiB, 1M, 8MiB, 1G (binary multiples, any case), 2B.
+ * Counts: 1000, 10k, 2M (decimal multiples).
+ * Seconds: 5, 2.5, 2.5s, 500ms, 100us, 1min (0 .. 1e7 before the unit). */
+int parse_bytes(const char *s, uint64_t *out);
+int parse_count(const char *s, uint64_t *out);
+int parse_seconds(const char *s, double *out);
+
+#endif
