@@ -63,27 +63,7 @@ export SOFTRDMA_IW_PORT=$((31000 + RANDOM % 10000))
 # RoCE's UDP port too: other softrdma processes on the host (tests) share 4791 otherwise.
 export SOFTRDMA_UDP_PORT=$((41000 + RANDOM % 10000))
 port=$((21000 + RANDOM % 10000))
-# valgrind 3.19 (Debian 12) does not know epoll_pwait2 (syscall 441): it fails with ENOSYS
-# and softrdma's progress thread, which naps in it, would spin and count millions of
-# instructions. Under callgrind a preloaded epoll_pwait2 does it with epoll_pwait instead
-# (the timeout rounded up to whole milliseconds).
-cat > "$T/pwait2.c" <<'EOF_C'
-#define _GNU_SOURCE
-#include <signal.h>
-#include <sys/epoll.h>
-#include <time.h>
-int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
-		 const sigset_t *sigmask)
-{
-	int ms = -1;
-	if (ts)
-		ms = (int)(((long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + 999999) / 1000000);
-	return epoll_pwait(epfd, evs, max, ms, sigmask);
-}
-EOF_C
-cc -O2 -shared -fPIC -o "$T/pwait2.so" "$T/pwait2.c" ||
-	{ echo "callgrind.sh: cannot build the epoll_pwait2 shim (needs cc)" >&2; exit 1; }
-VG=(env LD_PRELOAD="$T/pwait2.so" valgrind --tool=callgrind --callgrind-out-file="$T/cg.out.%p")
+VG=(valgrind --tool=callgrind --callgrind-out-file="$T/cg.out.%p")
 # Both sides busy-poll, so instructions spent waiting for the peer count. The native peer is
 # ~50x faster than the side under callgrind and answers before that side polls again, unless
 # it is descheduled: it gets its own vCPU and a high priority (root; otherwise nice only

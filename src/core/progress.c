@@ -3,6 +3,7 @@
 #include "core/core.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -700,6 +701,22 @@ static void arm_socket(struct core_ctx *c, bool arm)
 	}
 }
 
+/* epoll_pwait2 (ns timeout) where the kernel has it (Linux 5.11); otherwise, and under
+ * valgrind 3.19, which fails it with ENOSYS, epoll_wait with the timeout rounded up to whole
+ * milliseconds: without this the thread would spin on the error. */
+static int epoll_nap(int epfd, struct epoll_event *evs, int max, const struct timespec *ts)
+{
+	static atomic_bool no_pwait2;
+	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
+		int n = epoll_pwait2(epfd, evs, max, ts, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		atomic_store_explicit(&no_pwait2, true, memory_order_relaxed);
+	}
+	long long ms = ((long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + 999999) / 1000000;
+	return epoll_wait(epfd, evs, max, ms > INT_MAX ? INT_MAX : (int)ms);
+}
+
 static void *progress_main(void *arg)
 {
 	struct core_ctx *c = arg;
@@ -735,7 +752,7 @@ static void *progress_main(void *arg)
 			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
 		}
 		struct epoll_event evs[4];
-		int n = epoll_pwait2(c->epfd, evs, 4, &ts, NULL);
+		int n = epoll_nap(c->epfd, evs, 4, &ts);
 		atomic_store_explicit(&c->thread_wake_at, 0, memory_order_relaxed);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u32 == EV_KICK) {
