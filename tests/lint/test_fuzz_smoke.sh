@@ -76,6 +76,12 @@ seed fuzz_iw_conn pair_p2p_read "01 $ip $rp 00000000 02 0600"
 seed fuzz_iw_conn resp_siw "04 00 00 00 00 00 00 0000 80 80 0000 00 00 00 4d504120494420526571204672616d65 10 02 0004 00000000 $s"
 seed fuzz_iw_conn init_siw_crc "00 04 00 80 80 00 00 0000 00 00 0000 00 00 00 4d504120494420526570204672616d65 50 02 0004 00010001 $s"
 seed fuzz_iw_conn resp_p2p_read "04 $rp 00 00 4d504120494420526571204672616d65 10 02 0004 8010 4010 $rtr"
+# fuzz_cm_mad: rxe's REQ (rxe_rdmacm_rping.pcap frame 3), a SIDR_REP (udaddy) and a REJ with ARI
+z() { printf "%0$(($1 * 2))d" 0; } # n zero bytes, as hex
+mad='01070203 00000000 00000002 0c6a8a74'
+seed fuzz_cm_mad req "$mad 00100000 00000000 748a6a0c 00000000 0000000001061c06 505400fffe770011 $(z 8) 00005001 00000001 000000a0 d3af94a7 ffff37f0 ffffffff $(z 10) ffff0a4d000b $(z 10) ffff0a4d000c 0326c000 00400098 $(z 44) 004084da $(z 12) 0a4d000b $(z 12) 0a4d000c $(z 56)"
+seed fuzz_cm_mad sidr_rep "$mad 00180000 00000000 778a6a0c 00000000 00004c00 0000000001111c06 01234567 $(z 208)"
+seed fuzz_cm_mad rej "$mad 00120000 00000000 9396b1f8 748a6a0c 0020 001c 0123456789abcdef $(z 212)"
 
 fail=0
 for src in "${targets[@]}"; do
