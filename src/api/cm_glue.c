@@ -3,9 +3,13 @@
  * policy of a context. */
 #include "api/api.h"
 
+#include <endian.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "cm/cm.h"
+#include "core/gsi.h"
 #include "io/tcp.h"
 
 bool sr_cm_qp_is_iwarp(struct ibv_qp *ibqp)
@@ -42,4 +46,34 @@ int sr_cm_iw_adopt(struct ibv_qp *ibqp, struct io_tcp_conn *tcp, const struct iw
 	}
 	core_unlock(ctx->core);
 	return r;
+}
+
+int sr_cm_gsi_start(struct ibv_context *context)
+{
+	struct sr_context *ctx = sr_ctx(context);
+	if (ctx->dev->iwarp)
+		return -EPROTOTYPE;
+	char err[256];
+	core_lock(ctx->core);
+	int r = core_start(ctx->core, err, sizeof(err));
+	core_unlock(ctx->core);
+	if (r < 0 && !getenv("SOFTRDMA_QUIET"))
+		fprintf(stderr, "softrdma: %s: rdma_cm: %s\n", ctx->dev->ibdev.name, err);
+	return r;
+}
+
+int sr_cm_gsi_send(struct ibv_context *context, const struct gsi_frame *f)
+{
+	struct sr_context *ctx = sr_ctx(context);
+	if (ctx->dev->iwarp)
+		return -EPROTOTYPE;
+	core_lock(ctx->core);
+	int r = core_gsi_send(ctx->core, f);
+	core_unlock(ctx->core);
+	return r;
+}
+
+uint64_t sr_cm_node_guid(struct ibv_context *context)
+{
+	return be64toh(sr_ctx(context)->dev->guid);
 }

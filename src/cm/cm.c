@@ -38,10 +38,14 @@ static struct {
 	struct pollfd *pfd;
 	size_t pfd_cap;
 	uint64_t rng;
+	/* RoCE: this process's CM endpoint (core/gsi.h): comm IDs are tag << 16 | seq */
+	int gsi_fd;
+	uint16_t tag, seq;
 } cm = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
     .wake_fd = -1,
+    .gsi_fd = -1,
 };
 
 static _Atomic uint64_t counters[CM_C__COUNT];
@@ -155,7 +159,12 @@ static void atfork_child(void)
 			close(io_tcp_fd(id->tcp));
 		if (id->watch_fd >= 0)
 			close(id->watch_fd);
+		if (id->sid_fd >= 0)
+			close(id->sid_fd);
 	}
+	if (cm.gsi_fd >= 0)
+		close(cm.gsi_fd);
+	cm.gsi_fd = -1;
 	for (struct cm_channel *ch = cm.chans; ch; ch = ch->next) {
 		close(ch->ch.fd);
 		close(ch->wfd);
@@ -677,6 +686,7 @@ static struct cm_id *id_new(struct cm_channel *ch, void *context, enum rdma_port
 	}
 	id->ch = ch;
 	id->watch_fd = -1;
+	id->sid_fd = -1;
 	id->id.channel = &ch->ch;
 	id->id.context = context;
 	id->id.ps = ps;
@@ -748,7 +758,7 @@ void cm_conn_drop(struct cm_id *id, bool abort)
 	}
 	id->tcp_connecting = false;
 	id->ev = 0;
-	id->rx_len = id->tx_len = 0;
+	id->rx_len = 0;
 	id->deadline = 0;
 }
 
@@ -777,6 +787,10 @@ static void listeners_close(struct cm_id *id)
 	for (int i = 0; i < id->nlis; i++)
 		io_tcp_listener_close(id->lis[i]);
 	id->nlis = 0;
+	if (id->sid_fd >= 0) {
+		close(id->sid_fd);
+		id->sid_fd = -1;
+	}
 	/* rdma_destroy_id of a listener frees its port at once, as the kernel's: a program may
 	 * bind it again right away (perftest -R does, between its two connections). */
 	quiesce();
@@ -1113,7 +1127,11 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 			if (io_tcp_listen(any4, id->lport, lbl, NULL, &id->lis[1]) == 0)
 				id->nlis = 2;
 		}
-		r = cm_kick();
+		/* RoCE (the device's, or any for a wildcard): the IB CM's REQs come as MADs. */
+		if (!id->dev || !id->dev->iwarp)
+			r = cm_roce_listen(id);
+		if (r == 0)
+			r = cm_kick();
 	}
 	if (r < 0) {
 		if (getenv(CM_DEBUG_ENV))
@@ -1256,7 +1274,13 @@ int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 	id->deadline = now + cm_timeout_ns();
 	id->refused_until = id->tr == CM_TR_ROCE ? now + CM_REFUSED_RETRY_NS : 0;
 	id->retry_at = 0;
-	int r = start_tcp(id);
+	int r = id->tr == CM_TR_ROCE ? cm_roce_connect(id, now) : start_tcp(id);
+	if (id->tr == CM_TR_ROCE && r < 0) {
+		cm_unlock();
+		return fail(-r);
+	}
+	if (id->tr == CM_TR_ROCE)
+		id_sync_route(id); /* the port it connects from */
 	if (r == -EADDRINUSE || r == -EADDRNOTAVAIL || r == -EINVAL || r == -ENOMEM ||
 	    r == -EMFILE) {
 		cm_unlock();
@@ -1548,6 +1572,59 @@ void sr_rdma_free_devices(struct ibv_context **list)
 }
 CM_ALIAS(free_devices);
 
+/* ---- for cm_roce.c ---- */
+
+int cm_new_comm_id(uint32_t *out)
+{
+	if (cm.gsi_fd < 0) {
+		int fd = gsi_ep_open_tag(&cm.tag);
+		if (fd < 0)
+			return fd;
+		cm.gsi_fd = fd;
+		cm.seq = (uint16_t)cm_random_psn();
+	}
+	if (++cm.seq == 0)
+		cm.seq = 1;
+	*out = (uint32_t)cm.tag << 16 | cm.seq;
+	return 0;
+}
+
+struct cm_id *cm_find_comm(uint32_t comm_id)
+{
+	for (struct cm_id *id = cm.ids; id; id = id->next)
+		if (id->comm_id == comm_id && id->tr == CM_TR_ROCE && !id->destroying &&
+		    id->state != CM_LISTEN)
+			return id;
+	return NULL;
+}
+
+struct cm_id *cm_find(bool (*match)(const struct cm_id *id, const void *arg), const void *arg)
+{
+	for (struct cm_id *id = cm.ids; id; id = id->next)
+		if (!id->destroying && match(id, arg))
+			return id;
+	return NULL;
+}
+
+struct cm_dev *cm_dev_for(const uint8_t addr[16], enum cm_transport tr)
+{
+	return dev_for_addr(addr, tr);
+}
+
+void cm_gsi_start_all(void)
+{
+	devs_init();
+	for (int i = 0; i < cm.ndev; i++)
+		if (!cm.devs[i].iwarp)
+			sr_cm_gsi_start(cm.devs[i].ctx);
+}
+
+void cm_id_discard(struct cm_id *id)
+{
+	cm_conn_drop(id, true);
+	id_free(id);
+}
+
 /* ---- incoming connections ---- */
 
 int cm_incoming_device(struct cm_id *id, enum cm_transport tr)
@@ -1581,20 +1658,17 @@ void cm_incoming_request_ud(struct cm_id *id, const void *pd, size_t pd_len)
 	cm_event_post_ud(lis, id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, NULL, pd, pd_len);
 }
 
-static void incoming_new(struct cm_id *lis, struct io_tcp_conn *tcp, uint64_t now)
+struct cm_id *cm_incoming_new(struct cm_id *lis)
 {
 	struct cm_id *c = id_new(lis->ch, lis->id.context, lis->id.ps);
-	if (!c) {
-		io_tcp_abort(tcp);
-		return;
-	}
+	if (!c)
+		return NULL;
 	if (lis->sync) {
 		/* A synchronous listener's children are synchronous (librdmacm). */
 		struct cm_channel *own = channel_new();
 		if (!own) {
-			io_tcp_abort(tcp);
 			id_free(c);
-			return;
+			return NULL;
 		}
 		c->ch = own;
 		c->id.channel = &own->ch;
@@ -1602,6 +1676,18 @@ static void incoming_new(struct cm_id *lis, struct io_tcp_conn *tcp, uint64_t no
 	}
 	c->listener = lis;
 	c->state = CM_INCOMING;
+	c->lport = lis->lport;
+	c->passive = true;
+	return c;
+}
+
+static void incoming_new(struct cm_id *lis, struct io_tcp_conn *tcp, uint64_t now)
+{
+	struct cm_id *c = cm_incoming_new(lis);
+	if (!c) {
+		io_tcp_abort(tcp);
+		return;
+	}
 	c->tcp = tcp;
 	c->ev = POLLIN;
 	c->deadline = now + CM_REQ_WAIT_NS;
@@ -1616,7 +1702,7 @@ static void incoming_new(struct cm_id *lis, struct io_tcp_conn *tcp, uint64_t no
 	cm_count(CM_C_accepted);
 }
 
-static int pending_of(const struct cm_id *lis)
+int cm_pending_of(const struct cm_id *lis)
 {
 	int n = 0;
 	for (const struct cm_id *c = cm.ids; c; c = c->next)
@@ -1629,7 +1715,7 @@ static void accept_some(struct cm_id *lis, uint64_t now)
 {
 	for (int i = 0; i < lis->nlis; i++)
 		for (int k = 0; k < 16; k++) {
-			if (pending_of(lis) >= lis->backlog)
+			if (cm_pending_of(lis) >= lis->backlog)
 				return;
 			struct io_tcp_conn *tcp;
 			int e = io_tcp_accept(lis->lis[i], &tcp, NULL, NULL);
@@ -1650,8 +1736,6 @@ static bool incoming_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 		cm_count(CM_C_timeouts);
 		return false;
 	}
-	if (id->tr == CM_TR_ROCE)
-		return cm_roce_incoming(id, now, wake);
 	if (id->tr == CM_TR_IWARP)
 		return cm_iw_incoming(id, now, wake);
 	while (id->rx_len < 4) {
@@ -1667,7 +1751,7 @@ static bool incoming_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 			return false;
 		}
 		id->rx_len += (size_t)r;
-		if (memcmp(id->rx, mpa, id->rx_len) && memcmp(id->rx, CM_MSG_MAGIC, id->rx_len)) {
+		if (memcmp(id->rx, mpa, id->rx_len)) {
 			cm_count(CM_C_rx_garbage);
 			return false;
 		}
@@ -1679,9 +1763,7 @@ static bool incoming_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 		cm_count(CM_C_wrong_transport);
 		return false;
 	}
-	if (!memcmp(id->rx, mpa, 4))
-		return cm_iw_incoming(id, now, wake);
-	return cm_roce_incoming(id, now, wake);
+	return cm_iw_incoming(id, now, wake);
 }
 
 /* ---- lingering connections ---- */
@@ -1751,6 +1833,10 @@ static void lingers_run(uint64_t now, uint64_t *wake)
 
 static void id_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 {
+	if (id->tr == CM_TR_ROCE) {
+		cm_roce_run(id, now, wake);
+		return;
+	}
 	if (id->state == CM_CONNECTING && !id->tcp && id->retry_at) {
 		if (now < id->retry_at) {
 			if (id->retry_at < *wake)
@@ -1793,9 +1879,7 @@ static void id_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 			return;
 		}
 		id_sync_route(id);
-		if (id->tr == CM_TR_ROCE)
-			cm_roce_start(id, now);
-		else if (cm_iw_start(id, now) < 0)
+		if (cm_iw_start(id, now) < 0)
 			return;
 	}
 	if (id->tr == CM_TR_ROCE)
@@ -1804,8 +1888,32 @@ static void id_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 		cm_iw_run(id, now, wake);
 }
 
+/* Frames on the RoCE CM endpoints: the process's own, then each listener's. */
+static void gsi_drain(int fd, struct cm_id *lis, uint64_t now)
+{
+	for (int k = 0; k < 64; k++) {
+		if (lis &&
+		    (lis->destroying || lis->sid_fd != fd || cm_pending_of(lis) >= lis->backlog))
+			return;
+		struct gsi_frame f;
+		int r = gsi_ep_recv(fd, &f);
+		if (r == -EBADMSG) {
+			cm_count(CM_C_mad_bad_frames);
+			continue;
+		}
+		if (r <= 0)
+			return;
+		cm_roce_mad_in(lis, &f, now);
+	}
+}
+
 static void pass(uint64_t now, uint64_t *wake)
 {
+	if (cm.gsi_fd >= 0)
+		gsi_drain(cm.gsi_fd, NULL, now);
+	for (struct cm_id *id = cm.ids; id; id = id->next)
+		if (id->state == CM_LISTEN && id->sid_fd >= 0)
+			gsi_drain(id->sid_fd, id, now);
 	for (struct cm_id *id = cm.ids; id; id = id->next)
 		if (id->state == CM_LISTEN && !id->destroying)
 			accept_some(id, now);
@@ -1825,7 +1933,8 @@ static void pass(uint64_t now, uint64_t *wake)
 				continue;
 			}
 		} else if (id->state != CM_INCOMING &&
-			   (id->tcp || id->watch_fd >= 0 || id->retry_at)) {
+			   (id->tcp || id->watch_fd >= 0 || id->retry_at ||
+			    (id->tr == CM_TR_ROCE && (id->mad_pending || id->deadline)))) {
 			id_run(id, now, wake);
 			if (id->retry_at && id->retry_at < *wake)
 				*wake = id->retry_at;
@@ -1853,11 +1962,13 @@ static size_t pollset(void)
 {
 	size_t n = 0;
 	bool ok = pfd_add(&n, cm.wake_fd, POLLIN);
+	if (cm.gsi_fd >= 0)
+		ok = ok && pfd_add(&n, cm.gsi_fd, POLLIN);
 	for (struct cm_id *id = cm.ids; ok && id; id = id->next) {
 		if (id->destroying)
 			continue;
 		if (id->state == CM_LISTEN) {
-			if (pending_of(id) >= id->backlog) {
+			if (cm_pending_of(id) >= id->backlog) {
 				if (!id->backlog_noted)
 					cm_count(CM_C_backlog_full);
 				id->backlog_noted = true;
@@ -1866,6 +1977,8 @@ static size_t pollset(void)
 			id->backlog_noted = false;
 			for (int i = 0; ok && i < id->nlis; i++)
 				ok = pfd_add(&n, io_tcp_listener_fd(id->lis[i]), POLLIN);
+			if (id->sid_fd >= 0)
+				ok = ok && pfd_add(&n, id->sid_fd, POLLIN);
 		}
 		if (id->tcp && id->ev)
 			ok = ok && pfd_add(&n, io_tcp_fd(id->tcp), id->ev);

@@ -32,28 +32,34 @@
  * with ibv_create_qp, conn_param->qp_num, rdma_init_qp_attr for RTR / RTS) are not supported
  * on iWARP (EOPNOTSUPP): softrdma's verbs would auto-connect such a QP at RTR.
  *
- * ---- RoCEv2 (roce_<if>): an INTERIM transport, not interoperable with kernel rdma_cm ----
- * The real protocol is the IB CM's MADs on QP1 (REQ/REP/RTU/REJ/DREQ/DREP with rdma_cm's IP
- * private-data header; roce.md section 11), which needs GSI/UD QPs that softrdma does not have
- * yet. Until then softrdma-to-softrdma connections use a TCP connection to the same address
- * and port carrying small, versioned, length-checked messages that mirror that exchange
- * (cm_msg.h). Events, statuses, private-data lengths (REQ 56, REP 196, REJ 148, zero padded)
- * and the QP transitions are those of rdma_cm on a kernel RoCE device: INIT at rdma_create_qp;
- * active: REP -> INIT(access) -> RTR -> RTS -> RTU -> ESTABLISHED; passive: rdma_accept -> INIT
- * -> RTR -> RTS -> REP, ESTABLISHED on RTU. The TCP connection stays up while the RDMA
- * connection lives (DREQ / DREP on it; its loss means the peer is gone: DISCONNECTED). To be
- * replaced by the CM MADs once UD QPs exist; the API and events will not change.
+ * ---- RoCEv2 (roce_<if>): the IB CM's MADs on QP1, as the kernel's rdma_cm ----
+ * REQ / REP / RTU / REJ / DREQ / DREP / MRA and SIDR_REQ / SIDR_REP (wire/roce/cm_mad.h) with
+ * rdma_cm's IP private-data header, as UD SEND ONLYs to QP1 at the peer's address, so a kernel
+ * rdma_cm peer (rxe, a RoCE NIC) is a peer like another softrdma process (cm_roce.c; the values
+ * rxe's rdma_cm puts in its REQ / REP are copied, and the PSN rule is Linux's: each side sends
+ * from the Starting PSN the other announced). Each softrdma process has its own CM: core/gsi.h
+ * routes the MADs that reach the host's QP1 to the listener of their service ID or to the
+ * process whose comm ID they name (abstract unix sockets), and answers those for nobody as the
+ * kernel's CM does (REJ 8, SIDR status 1, DREP). A RoCE listener takes its service ID's
+ * endpoint (another process on the same port space and port: EADDRINUSE) and starts QP1 on its
+ * device (all RoCE devices for a wildcard). Requests are sent again until answered (cm_roce.c),
+ * duplicates answered again. Events, statuses, private-data lengths (REQ 56, REP 196, REJ 148,
+ * zero padded) and the QP transitions are those of rdma_cm on a kernel RoCE device: INIT at
+ * rdma_create_qp; active: REP -> INIT(access) -> RTR -> RTS -> RTU -> ESTABLISHED; passive:
+ * rdma_accept -> INIT -> RTR -> RTS -> REP, ESTABLISHED on RTU. A peer process that dies leaves
+ * no CM behind to say so (the kernel's would send a DREQ): its connections notice at their next
+ * request (a REP or DREQ for it is answered by the router: REJ 6 / DREP), or by their QPs.
  *
  * ---- Errors on the wire ----
  * Nobody listens: REJECTED (iWARP status -ECONNREFUSED, at once as siw; RoCE status 8,
  * IB_CM_REJ_INVALID_SERVICE_ID with 148 zero bytes, after CM_REFUSED_RETRY_NS of retries,
  * below). The peer rejects: REJECTED with its private data (iWARP -ECONNRESET as siw;
- * RoCE 28, consumer defined). No answer within the timeout: UNREACHABLE -ETIMEDOUT. The peer
- * goes away mid-handshake (reset / close): iWARP CONNECT_ERROR -ECONNRESET, RoCE UNREACHABLE
- * -ECONNRESET before the REP, CONNECT_ERROR after it (Linux's siw reports a peer close during
- * MPA as REJECTED; softrdma keeps REJECTED for real rejects). Bytes that are neither MPA nor
- * this protocol, a wrong version or length: the connection is closed and counted
- * (cm_counter; printed by rdma_destroy_event_channel with SOFTRDMA_STATS), never more.
+ * RoCE 28, consumer defined). No answer within the timeout: UNREACHABLE -ETIMEDOUT. iWARP: the
+ * peer goes away mid-handshake (reset / close): CONNECT_ERROR -ECONNRESET (Linux's siw
+ * reports a peer close during MPA as REJECTED; softrdma keeps REJECTED for real rejects);
+ * bytes that are not MPA: the connection is closed and counted. RoCE: a MAD that does not
+ * parse, or is not valid in the id's state, is dropped and counted (cm_counter; printed by
+ * rdma_destroy_event_channel with SOFTRDMA_STATS), never more.
  * SOFTRDMA_CM_DEBUG prints every event as it is queued.
  *
  * ---- Sockets and the thread's poll ----
@@ -63,33 +69,29 @@
  *
  * ---- UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB: udaddy): SIDR, RoCEv2 only ----
  * As the kernel's rdma_cm (cma_resolve_ib_udp, cma_sidr_rep_handler, cma_send_sidr_rep) over
- * the IB CM's SIDR exchange (IBTA 12.11), carried like the other messages on a TCP connection
- * to the listener's address and port (cm_msg.h SIDR_REQ / SIDR_REP), which closes after the
- * reply. The id's qp_type is IBV_QPT_UD; rdma_create_qp takes the UD QP to INIT (Q_Key
- * RDMA_UDP_QKEY, 0x01234567, for both port spaces: on RoCE there is no IPoIB broadcast group
- * whose Q_Key PS_IPOIB would take), RTR and RTS (SQ PSN 0), as librdmacm's ucma_init_ud_qp.
- *   active   rdma_connect sends SIDR_REQ (private data up to 180 bytes) and gets ESTABLISHED
- *            with param.ud: ah_attr (GRH: dgid the peer's address, sgid_index ours, hop limit
- *            64, traffic class = TOS; dlid 0, port 1), the peer's qp_num and qkey, and the
- *            reply's 136 bytes of private data. A non-zero SIDR status is UNREACHABLE with
- *            that status (1 nobody listens / wrong port space, 2 rdma_reject) and the 136
- *            bytes; no answer: UNREACHABLE -ETIMEDOUT; the peer gone or garbage: UNREACHABLE
- *            with -ECONNRESET / -EPROTO. A reply whose Q_Key is not the QP's: ADDR_ERROR
- *            -EINVAL (cma_set_qkey).
- *   passive  CONNECT_REQUEST with param.ud holding only the private data (180 bytes): a
- *            SIDR_REQ carries neither the requester's QPN nor its Q_Key (the kernel leaves
- *            ah_attr, qp_num, qkey 0 too); the server learns them from the first datagram
- *            (udaddy: ibv_create_ah_from_wc, the immediate data). rdma_accept sends SIDR_REP
- *            (status 0, its QPN, the Q_Key, up to 136 bytes) and reports nothing more: no
- *            ESTABLISHED on the passive side, as in the kernel. rdma_reject: status 2.
- *   both     rdma_disconnect moves the QP to ERR (librdmacm ucma_shutdown) and reports no
+ * the IB CM's SIDR exchange (IBTA 12.11): SIDR_REQ / SIDR_REP MADs like the others, the
+ * request's ID one of the process's comm IDs (the reply is routed to it). The id's qp_type is
+ * IBV_QPT_UD; rdma_create_qp takes the UD QP to INIT (Q_Key RDMA_UDP_QKEY, 0x01234567, for both
+ * port spaces: on RoCE there is no IPoIB broadcast group whose Q_Key PS_IPOIB would take), RTR and
+ * RTS (SQ PSN 0), as librdmacm's ucma_init_ud_qp. active   rdma_connect sends SIDR_REQ (private
+ * data up to 180 bytes) and gets ESTABLISHED with param.ud: ah_attr (GRH: dgid the peer's address,
+ * sgid_index ours, hop limit 64, traffic class = TOS; dlid 0, port 1), the peer's qp_num and qkey,
+ * and the reply's 136 bytes of private data. A non-zero SIDR status is UNREACHABLE with that status
+ * (1 nobody listens / wrong port space, 2 rdma_reject) and the 136 bytes; no answer: UNREACHABLE
+ * -ETIMEDOUT (garbage is dropped). A reply whose Q_Key is not the QP's: ADDR_ERROR -EINVAL
+ * (cma_set_qkey). passive  CONNECT_REQUEST with param.ud holding only the private data (180 bytes):
+ * a SIDR_REQ carries neither the requester's QPN nor its Q_Key (the kernel leaves ah_attr, qp_num,
+ * qkey 0 too); the server learns them from the first datagram (udaddy: ibv_create_ah_from_wc, the
+ * immediate data). rdma_accept sends SIDR_REP (status 0, its QPN, the Q_Key, up to 136 bytes) and
+ * reports nothing more: no ESTABLISHED on the passive side, as in the kernel. rdma_reject:
+ * status 2. both     rdma_disconnect moves the QP to ERR (librdmacm ucma_shutdown) and reports no
  *            event: there is no connection to tear down.
  * iWARP has no UD: rdma_create_id and the resolves work as with siw, rdma_create_qp(UD) fails
  * with EOPNOTSUPP (siw_create_qp: RC only), rdma_connect with EINVAL (iw_cm_connect finds no
- * QP of that number). A PS_UDP listener takes the TCP port of its number, so it cannot share
- * a port with a PS_TCP listener (the kernel's port spaces are separate); a request of the
- * other kind reaching a listener is refused as the IB CM refuses an unknown service ID (REJ
- * 8 / SIDR status 1).
+ * QP of that number). A PS_UDP listener still takes the TCP port of its number (every
+ * listener does, for iWARP's connections), so it cannot share a port with a PS_TCP listener
+ * (the kernel's port spaces are separate); a request of the other kind finds no listener of
+ * its service ID (REJ 8 / SIDR status 1).
  *
  * ---- Not here ----
  * Multicast (mckey), ECE, rsockets: the shim (abi/rdmacm.c) fails them with ENOSYS. XRC
@@ -106,6 +108,7 @@
 #include <stdio.h>
 
 #include "cm/cm_msg.h"
+#include "core/gsi.h"
 #include "cm/sr_rdma.h"
 #include "engine/iw_conn.h"
 #include "io/tcp.h"
@@ -122,8 +125,8 @@
 #define CM_IW_PD_MAX	 (IW_MPA_PD_MAX_SIW - IW_MPA_V2_LEN) /* 252: what siw accepts */
 #define CM_REQ_WAIT_NS	 5000000000ull /* an accepted connection sends its request within */
 #define CM_LINGER_NS	 2000000000ull /* last bytes (REJ, Reject, DREP) get this long */
-/* RoCE (interim transport): a refused TCP connection is tried again for this long before it
- * counts as REJECTED (IB_CM_REJ_INVALID_SERVICE_ID), every CM_REFUSED_STEP_NS. A kernel CM
+/* RoCE: a REQ / SIDR_REQ refused because nobody listens (REJ 8 / SIDR status 1) is sent again
+ * for this long before it counts as REJECTED / UNREACHABLE, every CM_REFUSED_STEP_NS. A kernel CM
  * resolves the address and route asynchronously before its REQ leaves, which gives a server
  * that re-listens on its port (perftest -R does so between its two connections, and perftest
  * 4.5's own retry path is broken) the time to do so; softrdma resolves at once. */
@@ -181,7 +184,12 @@ enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
 	X(wrong_port_space, "requests refused: RC to a UD listener or SIDR to an RC one")          \
 	X(sidr_unknown, "SIDR replies dropped: not for the request outstanding")                   \
 	X(backlog_full, "times a listener stopped accepting: backlog of pending requests full")    \
-	X(disconnects, "connections disconnected")
+	X(disconnects, "connections disconnected")                                                 \
+	X(mad_resends, "RoCE CM MADs sent again: no answer yet (REQ, REP, DREQ, SIDR_REQ)")        \
+	X(mad_dups, "RoCE CM MADs received twice: answered again or ignored")                      \
+	X(mad_unknown, "RoCE CM MADs for a connection this process does not have")                 \
+	X(mad_bad_frames, "frames dropped on the CM endpoints: bad sender, magic, length")         \
+	X(mad_send_errors, "RoCE CM MADs that could not be sent (QP1 socket)")
 
 /* clang-format off */
 enum cm_counter {
@@ -275,10 +283,8 @@ struct cm_id {
 	short ev;			  /* poll events the connection waits for */
 	uint64_t deadline;		  /* of the current wait, or 0 */
 	uint64_t retry_at, refused_until; /* active RoCE: refused connects tried again */
-	uint8_t rx[CM_MSG_MAX];
+	uint8_t rx[4];			  /* an incoming connection's first bytes ("MPA ") */
 	size_t rx_len;
-	uint8_t tx[2 * CM_MSG_MAX];
-	size_t tx_len;
 	struct iw_conn *iw; /* iWARP handshake */
 	int watch_fd;	    /* iWARP after adoption: a duplicate of the socket (peer close) */
 
@@ -298,6 +304,17 @@ struct cm_id {
 	uint8_t connect_len;
 	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep (passive): QPs of get_request */
 	struct ibv_sa_path_rec *path;
+
+	/* RoCE: the IB CM's MADs on QP1 (core/gsi.h) */
+	uint32_t comm_id, peer_comm_id; /* Local / Remote Communication ID */
+	uint64_t tid;			/* the handshake's TransactionID */
+	uint8_t gsi_peer[16];		/* where the peer's QP1 is (IPv4-mapped) */
+	uint8_t mad[CM_MAD_LEN];	/* the request outstanding (REQ, REP, DREQ, SIDR_REQ) */
+	bool mad_pending;		/* mad is sent again at resend_at until answered */
+	uint64_t resend_at, resend_step;
+	uint8_t reply[CM_MAD_LEN]; /* the last answer (RTU, SIDR_REP): sent again on duplicates */
+	bool has_reply;
+	int sid_fd; /* listener: its service ID's endpoint (gsi_ep_open_sid), or -1 */
 
 	struct cm_id *next;
 };
@@ -368,12 +385,33 @@ void cm_incoming_request(struct cm_id *id, const struct rdma_conn_param *param, 
 /* The same for a UD id's SIDR request: param.ud all zero but the private data. */
 void cm_incoming_request_ud(struct cm_id *id, const void *pd, size_t pd_len);
 
-/* ---- cm_roce.c: the interim RoCE protocol ---- */
-void cm_roce_start(struct cm_id *id, uint64_t now); /* active: TCP is up: send the REQ */
-/* Passive, INCOMING: the first bytes (id->rx, id->rx_len) said RoCE / MPA; reads the rest of
- * the request and makes it a CONNECT_REQUEST. Returns false when the connection is to be
- * dropped (its id is freed silently). */
-bool cm_roce_incoming(struct cm_id *id, uint64_t now, uint64_t *wake);
+/* ---- cm.c: what cm_roce.c needs of the core ---- */
+/* A fresh Local Communication ID of this process (its endpoint's tag in the top 16 bits),
+ * opening the endpoint at the first call. 0 or a negative errno. */
+int cm_new_comm_id(uint32_t *out);
+/* The live RoCE id whose Local Comm ID is comm_id, or NULL. */
+struct cm_id *cm_find_comm(uint32_t comm_id);
+/* The first id for which match(id, arg) is true, or NULL. */
+struct cm_id *cm_find(bool (*match)(const struct cm_id *id, const void *arg), const void *arg);
+/* A new passive id under lis (INCOMING, not yet visible), or NULL. */
+struct cm_id *cm_incoming_new(struct cm_id *lis);
+/* Frees an id the application never saw. */
+void cm_id_discard(struct cm_id *id);
+/* Pending (not yet accepted) children of a listener. */
+int cm_pending_of(const struct cm_id *lis);
+/* The device of that local address and transport, or NULL. */
+struct cm_dev *cm_dev_for(const uint8_t addr[16], enum cm_transport tr);
+/* Starts QP1 on every RoCE device (a wildcard listener). */
+void cm_gsi_start_all(void);
+
+/* ---- cm_roce.c: rdma_cm over the IB CM's MADs ---- */
+/* rdma_connect: sends the REQ / SIDR_REQ. 0 or a negative errno (nothing sent). */
+int cm_roce_connect(struct cm_id *id, uint64_t now);
+/* rdma_listen on a device that may be RoCE: the service ID's endpoint. 0 or a negative errno. */
+int cm_roce_listen(struct cm_id *id);
+/* A frame from an endpoint: lis is the listener whose service ID endpoint it came from, or
+ * NULL for the process's own (comm ID) endpoint. */
+void cm_roce_mad_in(struct cm_id *lis, const struct gsi_frame *f, uint64_t now);
 void cm_roce_run(struct cm_id *id, uint64_t now, uint64_t *wake);
 int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p);
 int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len);
@@ -403,5 +441,11 @@ int sr_cm_iw_adopt(struct ibv_qp *qp, struct io_tcp_conn *tcp, const struct iw_c
 int sr_cm_iw_crc(struct ibv_context *ctx);
 /* True for a QP of softrdma's iWARP devices. */
 bool sr_cm_qp_is_iwarp(struct ibv_qp *qp);
+/* RoCE: starts the context (its QP1 joins the port's group). 0 or a negative errno. */
+int sr_cm_gsi_start(struct ibv_context *ctx);
+/* RoCE: sends a CM MAD from QP1 (core_gsi_send). 0 or a negative errno. */
+int sr_cm_gsi_send(struct ibv_context *ctx, const struct gsi_frame *f);
+/* The device's node GUID (host order). */
+uint64_t sr_cm_node_guid(struct ibv_context *ctx);
 
 #endif

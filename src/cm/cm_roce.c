@@ -1,22 +1,34 @@
-/* The interim RoCE connection manager (cm.h "RoCEv2"): the IB CM exchange over a TCP
- * connection between two softrdma processes, with rdma_cm's QP transitions.
+/* rdma_cm over RoCEv2: the IB CM's MADs on QP1 (IBTA 12; ../shared/spec/roce.md section 11),
+ * with rdma_cm's IP private-data header, as the kernel's rdma_cm + ib_cm send them, so that
+ * softrdma talks to kernel rdma_cm peers (rxe, RoCE NICs) and to other softrdma processes. The
+ * MADs reach this process through core/gsi.h: the listener's service-ID endpoint takes REQs and
+ * SIDR_REQs, the process's endpoint everything that names one of our comm IDs.
  *
- * Which message each state takes (anything else closes the connection and is counted):
+ * Which MAD each state takes (others are counted and dropped: a datagram protocol has no
+ * connection to fail):
  *   active   CONNECTING     REP (-> RTR, RTS, RTU, ESTABLISHED; or CONNECT_RESPONSE when the
- *                           QP is the application's), REJ (-> REJECTED)
+ *                           QP is the application's), REJ (-> REJECTED; reason 8 "nobody
+ *                           listens" is retried for CM_REFUSED_RETRY_NS first), MRA (waits)
  *            REP_RCVD       DREQ
- *   passive  REQ_RCVD       nothing (the peer waits for our REP or REJ)
- *            ACCEPTING      RTU (-> ESTABLISHED), REJ (-> REJECTED), DREQ
+ *            ESTABLISHED    REP again (the RTU was lost: sent again)
+ *   passive  REQ_RCVD       REQ again (ignored: the application has not answered yet)
+ *            ACCEPTING      RTU (-> ESTABLISHED), REJ (-> REJECTED), DREQ, REQ again (REP again)
  *   both     ESTABLISHED    DREQ (-> DREP, DISCONNECTED)
  *            DISCONNECTING  DREP, DREQ (both sides disconnected at once)
- * The connection's loss: before the REP UNREACHABLE, after it CONNECT_ERROR, once connected
- * DISCONNECTED (status -ECONNRESET, or -EPROTO for a protocol error).
+ *            DISCONNECTED   DREQ again (DREP again)
+ * Requests (REQ, REP, DREQ, SIDR_REQ) are sent again every CM_RESEND_NS, doubling, until the
+ * answer or the deadline (cm_timeout_ns): then the active side reports UNREACHABLE -ETIMEDOUT,
+ * the passive one (no RTU) UNREACHABLE -ETIMEDOUT (kernel cma: IB_CM_REP_ERROR), a DREQ
+ * DISCONNECTED anyway. A MAD for a comm ID we do not have: DREQ is answered with a DREP, REP
+ * with REJ 6 (invalid comm ID), as the kernel CM does.
  *
  * UD ids (SIDR, IBTA 12.11; cm.h "UD ids"): the active side sends SIDR_REQ and takes only
- * SIDR_REP (ESTABLISHED, or UNREACHABLE with its status); its loss before that is UNREACHABLE
- * whatever the cause. The passive side takes nothing after the SIDR_REQ: rdma_accept /
- * rdma_reject send the SIDR_REP as the last message; a requester that goes away meanwhile
- * changes nothing (SIDR keeps no connection: the reply would just be lost). */
+ * SIDR_REP (ESTABLISHED, or UNREACHABLE with its status; status 1 is retried like REJ 8). The
+ * passive side answers with rdma_accept / rdma_reject (SIDR_REP) and again when the request
+ * comes again.
+ *
+ * Not done: the alternate path (APM), LAP/APR, ClassPortInfo redirection, sending MRA; a
+ * DREQ / REJ sent by rdma_destroy_id goes once (the id is gone: nothing resends it). */
 #define _GNU_SOURCE
 #include "cm/cm.h"
 
@@ -24,71 +36,121 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define MIN_RNR_TIMER 12 /* 0.64 ms, as the verbs examples use (the kernel CM's 0 is 655 ms) */
 #define ACK_TIMEOUT   14 /* 67 ms: rdma_cm's default for RoCE is in this range */
 #define HOP_LIMIT     64
+/* What the kernel's rdma_cm puts in the MADs' fields softrdma has no use for itself (seen in
+ * rxe's REQ / REP, tests/data/rxe_rdmacm_*.pcap). */
+#define CM_RESPONSE_TIMEOUT 20 /* CMA_CM_RESPONSE_TIMEOUT: 4.096 us * 2^20 */
+#define CM_MAX_RETRIES	    15 /* CMA_MAX_CM_RETRIES */
+#define REQ_PACKET_RATE	    0
+#define REQ_LOCAL_ACK	    19 /* packet lifetime 18 + 1 (rxe's CA ACK delay is less) */
+#define REP_TARGET_ACK	    15
+#define CM_RESEND_NS	    250000000ull  /* first resend of an unanswered request */
+#define CM_RESEND_MAX_NS    2000000000ull /* the resend interval doubles up to this */
 
 static bool said_wrong_tr;
 
+static bool mapped(const uint8_t a[16])
+{
+	static const uint8_t pre[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	return !memcmp(a, pre, 12);
+}
+
+/* rdma_cm's service ID for the id's port space and the destination port (cma_get_service_id;
+ * IBTA A3.2.3 for the IP-based ranges). */
+static uint64_t service_id(enum rdma_port_space ps, uint16_t port)
+{
+	return (uint64_t)ps << 16 | port;
+}
+
+static uint64_t new_tid(uint32_t comm_id)
+{
+	uint32_t hi = 0;
+	if (getrandom(&hi, sizeof(hi), GRND_NONBLOCK) != (ssize_t)sizeof(hi))
+		hi = cm_random_psn();
+	return (uint64_t)hi << 32 | comm_id;
+}
+
 /* ---- sending ---- */
 
-static int msg_queue(struct cm_id *id, const struct cm_msg *m)
+/* Sends a built MAD to the id's peer QP1. 0 or a negative errno (counted). */
+static int send_raw(struct cm_id *id, const uint8_t mad[CM_MAD_LEN])
 {
-	int n = cm_msg_build(m, id->tx + id->tx_len, sizeof(id->tx) - id->tx_len);
-	if (n < 0)
-		return n;
-	id->tx_len += (size_t)n;
-	return 0;
+	struct gsi_frame f = {.ipv6 = !mapped(id->gsi_peer), .tos = id->tos};
+	memcpy(f.src, id->laddr, 16);
+	memcpy(f.dst, id->gsi_peer, 16);
+	memcpy(f.mad, mad, CM_MAD_LEN);
+	int r = id->dev ? sr_cm_gsi_send(id->dev->ctx, &f) : -ENODEV;
+	if (r < 0)
+		cm_count(CM_C_mad_send_errors);
+	return r;
 }
 
-/* Sends what is queued. 0 (maybe with bytes left: wait for POLLOUT) or the socket's error. */
-static int flush(struct cm_id *id)
+/* Builds m into out (or a scratch buffer) and sends it. */
+static int send_mad(struct cm_id *id, const struct cm_mad *m, uint8_t *out)
 {
-	while (id->tx_len) {
-		ssize_t r = io_tcp_send(id->tcp, id->tx, id->tx_len);
-		if (r == -EAGAIN || r == 0)
-			return 0;
-		if (r < 0)
-			return (int)r;
-		memmove(id->tx, id->tx + r, id->tx_len - (size_t)r);
-		id->tx_len -= (size_t)r;
-	}
-	return 0;
+	uint8_t buf[CM_MAD_LEN];
+	uint8_t *b = out ? out : buf;
+	if (cm_mad_build(m, b) != CM_MAD_LEN)
+		return -EINVAL;
+	return send_raw(id, b);
 }
 
-static void msg_fill_pd(struct cm_msg *m, const uint8_t *pd, size_t len)
+/* A request that is sent again until answered (id->mad). */
+static int send_request(struct cm_id *id, const struct cm_mad *m, uint64_t now)
 {
-	memset(m->pd, 0, sizeof(m->pd));
+	int r = send_mad(id, m, id->mad);
+	id->mad_pending = true;
+	id->resend_step = CM_RESEND_NS;
+	id->resend_at = now + id->resend_step;
+	return r;
+}
+
+static void answered(struct cm_id *id)
+{
+	id->mad_pending = false;
+	id->resend_at = 0;
+}
+
+static void mad_init(struct cm_mad *m, uint16_t attr, uint64_t tid)
+{
+	memset(m, 0, sizeof(*m));
+	m->attr = attr;
+	m->tid = tid;
+}
+
+static void fill_pd(uint8_t *dst, size_t room, const uint8_t *pd, size_t len)
+{
+	memset(dst, 0, room);
 	if (len)
-		memcpy(m->pd, pd, len);
+		memcpy(dst, pd, len < room ? len : room);
 }
 
-/* The last message on a connection: it goes out (in the background if it must), then the
- * connection closes. */
-static void send_last(struct cm_id *id, const struct cm_msg *m)
+static void send_rej(struct cm_id *id, uint8_t msg, uint16_t reason, const void *pd, size_t len)
 {
-	uint8_t buf[CM_MSG_MAX * 3];
-	size_t n = 0;
-	if (id->tx_len <= sizeof(buf) - CM_MSG_MAX) {
-		memcpy(buf, id->tx, id->tx_len);
-		n = id->tx_len;
-	}
-	int k = cm_msg_build(m, buf + n, sizeof(buf) - n);
-	if (k > 0)
-		n += (size_t)k;
-	struct io_tcp_conn *tcp = id->tcp;
-	id->tcp = NULL;
-	cm_conn_drop(id, false);
-	cm_linger(tcp, buf, n);
-}
-
-static void send_rej(struct cm_id *id, uint16_t reason, const void *pd, size_t len)
-{
-	struct cm_msg m = {.type = CM_MSG_REJ, .reason = reason};
-	msg_fill_pd(&m, pd, len);
+	struct cm_mad m;
+	mad_init(&m, CM_ATTR_REJ, id->tid);
+	m.local_id = id->comm_id;
+	m.remote_id = id->peer_comm_id;
+	m.msg_rejected = msg;
+	m.reason = reason;
+	fill_pd(m.pd, CM_MAD_REJ_PD, pd, len);
 	cm_count(CM_C_rejects_sent);
-	send_last(id, &m);
+	send_mad(id, &m, NULL);
+}
+
+static void send_simple(struct cm_id *id, uint16_t attr, uint64_t tid, uint8_t *keep)
+{
+	struct cm_mad m;
+	mad_init(&m, attr, tid);
+	m.local_id = id->comm_id;
+	m.remote_id = id->peer_comm_id;
+	if (attr == CM_ATTR_DREQ)
+		m.qpn = id->peer_qpn & 0xFFFFFF;
+	send_mad(id, &m, keep);
 }
 
 /* ---- QP attributes (rdma_init_qp_attr for RoCE; librdmacm ucma_modify_qp_rtr / _rts) ---- */
@@ -171,7 +233,11 @@ int cm_roce_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 		qp_limits(id, &rr, &depth);
 		a->path_mtu = (enum ibv_mtu)id->mtu;
 		a->dest_qp_num = id->peer_qpn;
-		a->rq_psn = id->peer_psn;
+		/* Linux's IB CM: the REQ's Starting PSN is what the passive side sends from and
+		 * the active side receives at, the REP's the reverse (cm_req_handler sets
+		 * sq_psn from the REQ; ib_send_cm_req rq_psn; seen in rxe's traffic). Each
+		 * side receives at the PSN it announced. */
+		a->rq_psn = id->psn;
 		a->max_dest_rd_atomic = rr;
 		a->min_rnr_timer = MIN_RNR_TIMER;
 		a->ah_attr.is_global = 1;
@@ -193,7 +259,7 @@ int cm_roce_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 		 * RNR retries: each side as the peer asked (REQ / REP RNR Retry Count). */
 		a->retry_cnt = id->passive ? id->peer_retry : id->retry;
 		a->rnr_retry = id->peer_rnr;
-		a->sq_psn = id->psn;
+		a->sq_psn = id->peer_psn;
 		a->max_rd_atomic = depth;
 		*mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -223,51 +289,107 @@ static int qp_to_rts(struct cm_id *id)
 
 /* ---- the protocol ---- */
 
-/* rdma_cm's service ID for the id's port space and the destination port (cma_get_service_id;
- * IBTA A3.2.3 for the IP-based ranges). */
-static uint64_t service_id(enum rdma_port_space ps, uint16_t port)
+/* A UD id's SIDR_REQ / an RC id's REQ (kernel cm_format_req / cm_format_sidr_req with
+ * rdma_cm's values; the private data starts with rdma_cm's IP header). */
+static void build_request(struct cm_id *id, struct cm_mad *m)
 {
-	return (uint64_t)ps << 16 | port;
-}
-
-void cm_roce_start(struct cm_id *id, uint64_t now)
-{
+	struct cm_cma_hdr h = {.ipv6 = !mapped(id->laddr), .sport = id->lport};
+	memcpy(h.src, id->laddr, 16);
+	memcpy(h.dst, id->raddr, 16);
 	if (cm_is_ud(id)) {
-		/* kernel cma_resolve_ib_udp: SIDR_REQ for the port's service ID. */
-		struct cm_msg m = {.type = CM_MSG_SIDR_REQ,
-				   .req_id = id->req_id,
-				   .pkey = 0xFFFF,
-				   .sid = service_id(id->id.ps, id->rport)};
-		msg_fill_pd(&m, id->pd, id->pd_len);
-		msg_queue(id, &m);
-		id->deadline = now + cm_timeout_ns();
-		id->ev = POLLIN;
+		mad_init(m, CM_ATTR_SIDR_REQ, id->tid);
+		m->local_id = id->req_id;
+		m->pkey = 0xFFFF;
+		m->service_id = service_id(id->id.ps, id->rport);
+		cm_cma_hdr_build(&h, m->pd);
+		fill_pd(m->pd + CM_MAD_CMA_HDR_LEN, CM_SIDR_REQ_PD, id->pd, id->pd_len);
 		return;
 	}
-	struct cm_msg m = {.type = CM_MSG_REQ,
-			   .qpn = id->qpn & 0xFFFFFF,
-			   .psn = id->psn,
-			   .rr = id->rr,
-			   .depth = id->depth,
-			   .retry = id->retry,
-			   .rnr = id->rnr,
-			   .mtu = (uint8_t)id->dev->mtu,
-			   .srq = id->srq};
-	memcpy(m.gid, id->laddr, 16);
-	msg_fill_pd(&m, id->pd, id->pd_len);
-	msg_queue(id, &m);
-	id->deadline = now + cm_timeout_ns();
-	id->ev = POLLIN;
+	mad_init(m, CM_ATTR_REQ, id->tid);
+	m->local_id = id->comm_id;
+	m->service_id = service_id(id->id.ps, id->rport);
+	m->ca_guid = sr_cm_node_guid(id->dev->ctx);
+	m->qpn = id->qpn & 0xFFFFFF;
+	m->resp_res = id->rr;
+	m->init_depth = id->depth;
+	m->remote_cm_timeout = CM_RESPONSE_TIMEOUT;
+	m->transport = id->id.qp_type == IBV_QPT_UC ? CM_MAD_TS_UC : CM_MAD_TS_RC;
+	m->e2e_fc = false; /* rdma_cm passes conn_param->flow_control: 0 in rxe's REQs */
+	m->psn = id->psn & 0xFFFFFF;
+	m->local_cm_timeout = CM_RESPONSE_TIMEOUT;
+	m->retry_count = id->retry & 7;
+	m->pkey = 0xFFFF;
+	m->mtu = (uint8_t)id->dev->mtu;
+	m->rnr_retry = id->rnr & 7;
+	m->max_cm_retries = CM_MAX_RETRIES;
+	m->srq = id->srq;
+	m->slid = m->dlid = 0xFFFF; /* permissive: RoCE has no LIDs */
+	memcpy(m->sgid, id->laddr, 16);
+	memcpy(m->dgid, id->raddr, 16);
+	m->packet_rate = REQ_PACKET_RATE;
+	m->traffic_class = id->tos;
+	/* The flow label rdma_cm derives from the two ports (seen in rxe's REQs). */
+	m->flow_label = ((uint32_t)id->lport * 31u + id->rport) & 0xFFFFFu;
+	m->hop_limit = HOP_LIMIT;
+	m->local_ack_timeout = REQ_LOCAL_ACK;
+	cm_cma_hdr_build(&h, m->pd);
+	fill_pd(m->pd + CM_MAD_CMA_HDR_LEN, CM_REQ_PD, id->pd, id->pd_len);
 }
 
-/* The connection ended before or after being established (err: why). */
+/* An ephemeral rdma_cm port for an active id the application did not bind (the kernel's
+ * rdma_cm port spaces are its own; any port this process does not use will do). */
+static uint16_t ephemeral_port(void)
+{
+	uint16_t p = 0;
+	if (getrandom(&p, sizeof(p), GRND_NONBLOCK) != (ssize_t)sizeof(p))
+		p = (uint16_t)cm_random_psn();
+	return (uint16_t)(32768 + p % 28232);
+}
+
+int cm_roce_connect(struct cm_id *id, uint64_t now)
+{
+	int r = cm_new_comm_id(&id->comm_id);
+	if (r < 0)
+		return r;
+	if (cm_is_ud(id))
+		id->req_id = id->comm_id; /* the reply is routed to us by it */
+	if (!id->lport)
+		id->lport = ephemeral_port();
+	id->tid = new_tid(id->comm_id);
+	id->peer_comm_id = 0;
+	id->has_reply = false;
+	memcpy(id->gsi_peer, id->raddr, 16);
+	struct cm_mad m;
+	build_request(id, &m);
+	r = send_request(id, &m, now);
+	if (r < 0) {
+		answered(id);
+		return r;
+	}
+	id->state = CM_CONNECTING;
+	return 0;
+}
+
+int cm_roce_listen(struct cm_id *id)
+{
+	int fd = gsi_ep_open_sid(service_id(id->id.ps, id->lport));
+	if (fd < 0)
+		return fd;
+	id->sid_fd = fd;
+	if (id->dev)
+		sr_cm_gsi_start(id->dev->ctx);
+	else
+		cm_gsi_start_all();
+	return 0;
+}
+
+/* The peer is gone or never answered (err: why). */
 static void conn_lost(struct cm_id *id, int err)
 {
 	enum cm_state s = id->state;
-	cm_conn_drop(id, true);
+	answered(id);
+	id->deadline = 0;
 	if (cm_is_ud(id)) {
-		/* SIDR: the request failed (UNREACHABLE, as the IB CM's SIDR_REQ_ERROR), or
-		 * there is nothing to lose (passive: the reply would just be lost). */
 		if (s == CM_CONNECTING) {
 			id->state = CM_CLOSED;
 			cm_count(err == -ETIMEDOUT ? CM_C_timeouts : CM_C_lost);
@@ -277,19 +399,15 @@ static void conn_lost(struct cm_id *id, int err)
 	}
 	switch (s) {
 	case CM_CONNECTING:
+	case CM_ACCEPTING:
+		/* kernel cma: IB_CM_REQ_ERROR / IB_CM_REP_ERROR (no answer) */
 		id->state = CM_CLOSED;
-		if (err == -ETIMEDOUT)
-			cm_count(CM_C_timeouts);
-		else
-			cm_count(CM_C_lost);
-		cm_event_post(id, NULL,
-			      err == -EPROTO ? RDMA_CM_EVENT_CONNECT_ERROR
-					     : RDMA_CM_EVENT_UNREACHABLE,
-			      err, NULL, NULL, 0);
+		cm_count(err == -ETIMEDOUT ? CM_C_timeouts : CM_C_lost);
+		cm_qp_to_err(id);
+		cm_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE, err, NULL, NULL, 0);
 		break;
 	case CM_REP_RCVD:
 	case CM_REQ_RCVD:
-	case CM_ACCEPTING:
 		id->state = CM_CLOSED;
 		cm_count(err == -ETIMEDOUT ? CM_C_timeouts : CM_C_lost);
 		cm_qp_to_err(id);
@@ -306,37 +424,48 @@ static void conn_lost(struct cm_id *id, int err)
 	}
 }
 
-static void peer_from(struct cm_id *id, const struct cm_msg *m)
+/* The peer's connection parameters from its REQ / REP (the REP's MTU is the one our REQ
+ * proposed: the passive side takes the REQ's). */
+static void peer_from(struct cm_id *id, const struct cm_mad *m, const struct gsi_frame *f)
 {
 	id->peer_qpn = m->qpn;
 	id->peer_psn = m->psn;
-	memcpy(id->peer_gid, m->gid, 16);
-	id->peer_rr = m->rr;
-	id->peer_depth = m->depth;
-	id->peer_rnr = m->rnr;
-	if (m->type == CM_MSG_REQ)
-		id->peer_retry = m->retry;
-	id->mtu = m->mtu < (uint8_t)id->dev->mtu ? m->mtu : (uint8_t)id->dev->mtu;
+	if (m->attr == CM_ATTR_REQ)
+		memcpy(id->peer_gid, m->sgid, 16);
+	else
+		memcpy(id->peer_gid, f->src, 16);
+	id->peer_rr = m->resp_res;
+	id->peer_depth = m->init_depth;
+	id->peer_rnr = m->rnr_retry;
+	uint8_t mtu = (uint8_t)id->dev->mtu;
+	if (m->attr == CM_ATTR_REQ) {
+		id->peer_retry = m->retry_count;
+		if (m->mtu && m->mtu < mtu)
+			mtu = m->mtu;
+	}
+	id->mtu = mtu;
 	id->peer_known = true;
 }
 
 /* The event parameters of a REQ / REP: IB CM reports the peer's initiator depth as our
  * responder resources and the reverse, so that they can be passed back as they are. */
-static struct rdma_conn_param conn_param_of(const struct cm_msg *m)
+static struct rdma_conn_param conn_param_of(const struct cm_mad *m)
 {
-	struct rdma_conn_param p = {.responder_resources = m->depth,
-				    .initiator_depth = m->rr,
-				    .flow_control = 1,
-				    .retry_count = m->retry,
-				    .rnr_retry_count = m->rnr,
+	struct rdma_conn_param p = {.responder_resources = m->init_depth,
+				    .initiator_depth = m->resp_res,
+				    .flow_control = m->e2e_fc,
+				    .retry_count = m->retry_count,
+				    .rnr_retry_count = m->rnr_retry,
 				    .srq = m->srq,
 				    .qp_num = m->qpn};
 	return p;
 }
 
-static void on_rep(struct cm_id *id, const struct cm_msg *m)
+static void on_rep(struct cm_id *id, const struct cm_mad *m, const struct gsi_frame *f)
 {
-	peer_from(id, m);
+	answered(id);
+	id->peer_comm_id = m->local_id;
+	peer_from(id, m, f);
 	struct rdma_conn_param p = conn_param_of(m);
 	if (!id->id.qp) {
 		/* The application's own QP (conn_param->qp_num): it moves it, then calls
@@ -351,39 +480,55 @@ static void on_rep(struct cm_id *id, const struct cm_msg *m)
 		/* librdmacm ucma_process_conn_resp: the QP to ERR, CONNECT_ERROR; the peer
 		 * learns from a REJ. */
 		cm_qp_to_err(id);
-		send_rej(id, CM_REJ_INVALID_QP, NULL, 0);
+		send_rej(id, CM_MAD_MSG_REP, CM_REJ_INVALID_QP, NULL, 0);
 		id->state = CM_CLOSED;
+		id->deadline = 0;
 		cm_event_post(id, NULL, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL, NULL, 0);
 		return;
 	}
-	struct cm_msg rtu = {.type = CM_MSG_RTU};
-	msg_queue(id, &rtu);
+	send_simple(id, CM_ATTR_RTU, id->tid, id->reply);
+	id->has_reply = true;
 	id->state = CM_ESTABLISHED;
 	id->deadline = 0;
 	cm_count(CM_C_established);
 	cm_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, &p, m->pd, CM_REP_PD);
 }
 
-static void on_rej(struct cm_id *id, const struct cm_msg *m)
+static void on_rej(struct cm_id *id, const struct cm_mad *m, uint64_t now)
 {
-	cm_count(CM_C_rejects_rcvd);
-	cm_conn_drop(id, false);
+	if (id->state == CM_CONNECTING && m->reason == CM_REJ_INVALID_SERVICE_ID &&
+	    now < id->refused_until && now < id->deadline) {
+		/* Nobody listens yet: tried again for a while (cm.h CM_REFUSED_RETRY_NS). */
+		cm_count(CM_C_refused_retries);
+		id->resend_step = CM_REFUSED_STEP_NS;
+		id->resend_at = now + CM_REFUSED_STEP_NS;
+		return;
+	}
+	answered(id);
+	cm_count(m->reason == CM_REJ_INVALID_SERVICE_ID ? CM_C_refused : CM_C_rejects_rcvd);
 	id->state = CM_CLOSED;
+	id->deadline = 0;
 	cm_qp_to_err(id); /* librdmacm does this for REJECTED */
 	cm_event_post(id, NULL, RDMA_CM_EVENT_REJECTED, m->reason, NULL, m->pd, CM_REJ_PD);
 }
 
-static void on_dreq(struct cm_id *id)
+static void on_dreq(struct cm_id *id, const struct cm_mad *m)
 {
-	struct cm_msg drep = {.type = CM_MSG_DREP};
-	send_last(id, &drep);
+	answered(id);
+	send_simple(id, CM_ATTR_DREP, m->tid, NULL);
+	if (id->state == CM_DISCONNECTED) {
+		cm_count(CM_C_mad_dups);
+		return;
+	}
 	id->state = CM_DISCONNECTED;
+	id->deadline = 0;
 	cm_count(CM_C_disconnects);
 	cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
 }
 
 static void established_passive(struct cm_id *id)
 {
+	answered(id);
 	id->state = CM_ESTABLISHED;
 	id->deadline = 0;
 	cm_count(CM_C_established);
@@ -396,19 +541,21 @@ void cm_roce_notify_established(struct cm_id *id)
 }
 
 /* The SIDR_REP to our SIDR_REQ (kernel cma_sidr_rep_handler). */
-static void on_sidr_rep(struct cm_id *id, const struct cm_msg *m)
+static void on_sidr_rep(struct cm_id *id, const struct cm_mad *m, uint64_t now)
 {
-	if (m->req_id != id->req_id) {
-		/* IB CM cm_sidr_rep_handler: a reply matching no outstanding request is
-		 * dropped; ours may still come (or the timeout). */
-		cm_count(CM_C_sidr_unknown);
+	if (m->sidr_status == CM_SIDR_UNSUPPORTED && now < id->refused_until &&
+	    now < id->deadline) {
+		cm_count(CM_C_refused_retries);
+		id->resend_step = CM_REFUSED_STEP_NS;
+		id->resend_at = now + CM_REFUSED_STEP_NS;
 		return;
 	}
-	cm_conn_drop(id, false);
+	answered(id);
 	id->state = CM_CLOSED;
-	if (m->status != CM_SIDR_SUCCESS) {
-		cm_count(CM_C_rejects_rcvd);
-		cm_event_post_ud(id, NULL, RDMA_CM_EVENT_UNREACHABLE, m->status, NULL, m->pd,
+	id->deadline = 0;
+	if (m->sidr_status != CM_SIDR_SUCCESS) {
+		cm_count(m->sidr_status == CM_SIDR_UNSUPPORTED ? CM_C_refused : CM_C_rejects_rcvd);
+		cm_event_post_ud(id, NULL, RDMA_CM_EVENT_UNREACHABLE, m->sidr_status, NULL, m->pd,
 				 CM_SIDR_REP_PD);
 		return;
 	}
@@ -439,156 +586,172 @@ static void on_sidr_rep(struct cm_id *id, const struct cm_msg *m)
 	cm_event_post_ud(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, &ud, m->pd, CM_SIDR_REP_PD);
 }
 
-/* A whole message arrived on an id past INCOMING. */
-static void on_msg(struct cm_id *id, const struct cm_msg *m)
+/* A MAD naming one of our RC ids. */
+static void on_mad(struct cm_id *id, const struct cm_mad *m, const struct gsi_frame *f,
+		   uint64_t now)
 {
-	if (cm_is_ud(id)) {
-		if (id->state == CM_CONNECTING && m->type == CM_MSG_SIDR_REP)
-			return on_sidr_rep(id, m);
-		cm_count(CM_C_rx_unexpected);
-		conn_lost(id, -EPROTO);
+	if (memcmp(f->src, id->gsi_peer, 16) != 0) {
+		cm_count(CM_C_rx_unexpected); /* our comm ID, from another address */
 		return;
 	}
 	switch (id->state) {
 	case CM_CONNECTING:
-		if (m->type == CM_MSG_REP)
-			return on_rep(id, m);
-		if (m->type == CM_MSG_REJ)
-			return on_rej(id, m);
+		if (m->attr == CM_ATTR_REP)
+			return on_rep(id, m, f);
+		if (m->attr == CM_ATTR_REJ)
+			return on_rej(id, m, now);
+		if (m->attr == CM_ATTR_MRA) {
+			/* The peer needs more time (IBTA 12.6.6): wait for it, within reason. */
+			id->deadline = now + cm_timeout_ns();
+			return;
+		}
 		break;
 	case CM_ACCEPTING:
-		if (m->type == CM_MSG_RTU)
+		if (m->attr == CM_ATTR_RTU)
 			return established_passive(id);
-		if (m->type == CM_MSG_REJ) {
+		if (m->attr == CM_ATTR_REJ) {
+			answered(id);
 			cm_count(CM_C_rejects_rcvd);
-			cm_conn_drop(id, false);
 			id->state = CM_CLOSED;
+			id->deadline = 0;
 			cm_qp_to_err(id);
 			cm_event_post(id, NULL, RDMA_CM_EVENT_REJECTED, m->reason, NULL, m->pd,
 				      CM_REJ_PD);
 			return;
 		}
-		if (m->type == CM_MSG_DREQ)
-			return on_dreq(id);
+		if (m->attr == CM_ATTR_DREQ)
+			return on_dreq(id, m);
 		break;
 	case CM_REP_RCVD:
 	case CM_ESTABLISHED:
-		if (m->type == CM_MSG_DREQ)
-			return on_dreq(id);
+		if (m->attr == CM_ATTR_DREQ)
+			return on_dreq(id, m);
+		if (m->attr == CM_ATTR_REP && id->has_reply && !id->passive) {
+			cm_count(CM_C_mad_dups); /* our RTU was lost */
+			send_raw(id, id->reply);
+			return;
+		}
+		if (m->attr == CM_ATTR_REP || m->attr == CM_ATTR_RTU) {
+			cm_count(CM_C_mad_dups);
+			return;
+		}
 		break;
 	case CM_DISCONNECTING:
-		if (m->type == CM_MSG_DREP) {
-			cm_conn_drop(id, false);
+		if (m->attr == CM_ATTR_DREP) {
+			answered(id);
 			id->state = CM_DISCONNECTED;
+			id->deadline = 0;
 			cm_count(CM_C_disconnects);
 			cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
 			return;
 		}
-		if (m->type == CM_MSG_DREQ)
-			return on_dreq(id);
+		if (m->attr == CM_ATTR_DREQ)
+			return on_dreq(id, m);
 		break;
 	default:
+		if (m->attr == CM_ATTR_DREQ)
+			return on_dreq(id, m); /* disconnected or closed: DREP (again) */
+		if (m->attr == CM_ATTR_DREP || m->attr == CM_ATTR_REP || m->attr == CM_ATTR_RTU) {
+			cm_count(CM_C_mad_dups);
+			return;
+		}
 		break;
 	}
 	cm_count(CM_C_rx_unexpected);
-	conn_lost(id, -EPROTO);
-}
-
-static enum cm_counter parse_error_counter(int r)
-{
-	return r == -EPROTO	       ? CM_C_rx_garbage
-	       : r == -EPROTONOSUPPORT ? CM_C_rx_bad_version
-				       : CM_C_rx_bad_msg;
-}
-
-/* Reads at most up to the end of the next message (never further: what follows is not ours
- * to take yet). Returns 1 with *m when a message is complete, 0 when more bytes are awaited,
- * or a negative code: a socket error / end (-ECONNRESET), or a parse error. */
-static int read_msg(struct cm_id *id, struct cm_msg *m)
-{
-	for (;;) {
-		size_t need;
-		int p = cm_msg_parse(id->rx, id->rx_len, m, &need);
-		if (p == 0) {
-			id->rx_len = 0;
-			return 1;
-		}
-		if (p != -EAGAIN)
-			return p;
-		ssize_t r = io_tcp_recv(id->tcp, id->rx + id->rx_len, need - id->rx_len);
-		if (r == -EAGAIN)
-			return 0;
-		if (r <= 0)
-			return r == -ECONNRESET || r == -ESHUTDOWN || r == 0 ? -ECONNRESET : (int)r;
-		id->rx_len += (size_t)r;
-	}
 }
 
 static void send_sidr_rep(struct cm_id *id, uint8_t status, uint32_t qpn, const void *pd,
 			  size_t len)
 {
-	struct cm_msg m = {.type = CM_MSG_SIDR_REP,
-			   .req_id = id->req_id,
-			   .status = status,
-			   .qpn = qpn & 0xFFFFFF,
-			   .qkey = status == CM_SIDR_SUCCESS ? RDMA_UDP_QKEY : 0};
-	msg_fill_pd(&m, pd, len);
+	struct cm_mad m;
+	mad_init(&m, CM_ATTR_SIDR_REP, id->tid);
+	m.local_id = id->req_id;
+	m.sidr_status = status;
+	m.qpn = qpn & 0xFFFFFF;
+	m.qkey = status == CM_SIDR_SUCCESS ? RDMA_UDP_QKEY : 0;
+	m.service_id = service_id(id->id.ps, id->lport);
+	fill_pd(m.pd, CM_MAD_SIDR_REP_PD, pd, len);
 	if (status != CM_SIDR_SUCCESS)
 		cm_count(CM_C_rejects_sent);
-	send_last(id, &m);
+	if (send_mad(id, &m, id->reply) == 0)
+		id->has_reply = true;
 }
 
-/* A SIDR_REQ on an incoming connection (kernel cma_ib_req_handler for SIDR; IB CM
- * cm_sidr_req_handler). Returns false when the connection is to be dropped. */
-static bool sidr_incoming(struct cm_id *id, const struct cm_msg *m)
+struct dup_key {
+	uint32_t id;
+	const uint8_t *peer;
+	bool ud;
+};
+
+static bool is_dup(const struct cm_id *c, const void *arg)
 {
-	id->req_id = m->req_id;
-	/* The IB CM answers status 1 for a service ID nobody serves: an RC listener (another
-	 * port space), or one bound to an iWARP device. */
-	bool served = cm_is_ud(id) && m->sid == service_id(id->id.ps, id->lport);
-	if (!served || cm_incoming_device(id, CM_TR_ROCE) < 0) {
-		cm_count(served ? CM_C_wrong_transport : CM_C_wrong_port_space);
-		send_sidr_rep(id, CM_SIDR_UNSUPPORTED, 0, NULL, 0);
-		return false;
-	}
-	cm_count(CM_C_req_sidr);
-	id->passive = true;
-	memcpy(id->peer_gid, id->raddr, 16);
-	id->ev = POLLIN;
-	cm_incoming_request_ud(id, m->pd, CM_SIDR_REQ_PD);
-	return true;
+	const struct dup_key *k = arg;
+	return c->passive && c->tr == CM_TR_ROCE && cm_is_ud(c) == k->ud &&
+	       (k->ud ? c->req_id : c->peer_comm_id) == k->id && !memcmp(c->gsi_peer, k->peer, 16);
 }
 
-bool cm_roce_incoming(struct cm_id *id, uint64_t now, uint64_t *wake)
+/* A REQ / SIDR_REQ for a listener (kernel cm_req_handler + cma_ib_req_handler; for SIDR
+ * cm_sidr_req_handler). */
+static void request_in(struct cm_id *lis, const struct cm_mad *m, const struct gsi_frame *f)
 {
-	(void)now; /* the deadline is the caller's */
-	id->tr = CM_TR_ROCE;
-	struct cm_msg m;
-	int r = read_msg(id, &m);
-	if (r == 0) {
-		id->ev = POLLIN;
-		if (id->deadline < *wake)
-			*wake = id->deadline;
-		return true;
+	bool ud = m->attr == CM_ATTR_SIDR_REQ;
+	struct dup_key k = {.id = m->local_id, .peer = f->src, .ud = ud};
+	struct cm_id *dup = cm_find(is_dup, &k);
+	if (dup) {
+		/* The request came again: our answer was lost, or is still to come. */
+		cm_count(CM_C_mad_dups);
+		if (ud && dup->has_reply)
+			send_raw(dup, dup->reply);
+		else if (!ud && dup->state == CM_ACCEPTING)
+			send_raw(dup, dup->mad);
+		return;
 	}
-	if (r < 0) {
-		cm_count(r == -ECONNRESET ? CM_C_lost : parse_error_counter(r));
-		return false;
+	struct cm_cma_hdr h;
+	struct cm_id tmp; /* answers before an id exists go from the listener's view */
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.tid = m->tid;
+	tmp.peer_comm_id = m->local_id;
+	tmp.req_id = m->local_id;
+	tmp.id.ps = lis->id.ps;
+	tmp.lport = lis->lport;
+	memcpy(tmp.laddr, f->dst, 16);
+	memcpy(tmp.gsi_peer, f->src, 16);
+	tmp.dev = cm_dev_for(f->dst, CM_TR_ROCE);
+	if (cm_cma_hdr_parse(m->pd, &h) != 0) {
+		/* Not rdma_cm's (no IP header): cma_ib_req_handler fails, the CM rejects. */
+		cm_count(CM_C_rx_bad_msg);
+		if (ud)
+			send_sidr_rep(&tmp, CM_SIDR_REJECT, 0, NULL, 0);
+		else
+			send_rej(&tmp, CM_MAD_MSG_REQ, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		return;
 	}
-	if (m.type == CM_MSG_SIDR_REQ)
-		return sidr_incoming(id, &m);
-	if (m.type != CM_MSG_REQ) {
-		cm_count(CM_C_rx_unexpected);
-		return false;
+	if ((!lis->bound_any && memcmp(lis->laddr, h.dst, 16) != 0) ||
+	    (lis->dev && lis->dev->iwarp) || cm_is_ud(lis) != ud) {
+		/* Not this listener's address (or transport, or kind): the IB CM finds no
+		 * listener for it. */
+		cm_count(cm_is_ud(lis) != ud ? CM_C_wrong_port_space : CM_C_wrong_transport);
+		if (ud)
+			send_sidr_rep(&tmp, CM_SIDR_UNSUPPORTED, 0, NULL, 0);
+		else
+			send_rej(&tmp, CM_MAD_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		return;
 	}
-	if (cm_is_ud(id)) {
-		/* A REQ for a UD listener's port: the IB CM finds no listener for that service
-		 * ID (the port spaces differ) and rejects. */
-		cm_count(CM_C_wrong_port_space);
-		send_rej(id, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
-		return false;
-	}
-	int d = cm_incoming_device(id, CM_TR_ROCE);
+	struct cm_id *c = cm_incoming_new(lis);
+	if (!c)
+		return; /* it comes again */
+	c->tr = CM_TR_ROCE;
+	memcpy(c->laddr, h.dst, 16);
+	memcpy(c->raddr, h.src, 16);
+	c->rport = h.sport;
+	c->v6 = h.ipv6;
+	memcpy(c->gsi_peer, f->src, 16);
+	c->tos = f->tos;
+	c->tid = m->tid;
+	c->peer_comm_id = m->local_id;
+	int d = cm_new_comm_id(&c->comm_id);
+	if (d == 0)
+		d = cm_incoming_device(c, CM_TR_ROCE);
 	if (d < 0) {
 		cm_count(CM_C_wrong_transport);
 		if (d == -EPROTOTYPE && !said_wrong_tr && !getenv("SOFTRDMA_QUIET")) {
@@ -597,56 +760,110 @@ bool cm_roce_incoming(struct cm_id *id, uint64_t now, uint64_t *wake)
 					"iWARP listener: refused (both sides need the same "
 					"SOFTRDMA_TRANSPORT)\n");
 		}
-		send_rej(id, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
-		return false;
+		if (ud)
+			send_sidr_rep(&tmp, CM_SIDR_UNSUPPORTED, 0, NULL, 0);
+		else
+			send_rej(&tmp, CM_MAD_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		cm_id_discard(c);
+		return;
+	}
+	if (ud) {
+		cm_count(CM_C_req_sidr);
+		c->req_id = m->local_id;
+		memcpy(c->peer_gid, f->src, 16);
+		cm_incoming_request_ud(c, m->pd + CM_MAD_CMA_HDR_LEN, CM_SIDR_REQ_PD);
+		return;
 	}
 	cm_count(CM_C_req_roce);
-	id->passive = true;
-	peer_from(id, &m);
+	peer_from(c, m, f);
 	/* rdma_accept's defaults (librdmacm ucma_process_conn_req): what the request says. */
-	id->rr = m.depth;
-	id->depth = m.rr;
-	id->psn = cm_random_psn();
-	struct rdma_conn_param p = conn_param_of(&m);
-	id->ev = POLLIN;
-	cm_incoming_request(id, &p, m.pd, CM_REQ_PD);
-	return true;
+	c->rr = m->init_depth;
+	c->depth = m->resp_res;
+	c->psn = cm_random_psn();
+	struct rdma_conn_param p = conn_param_of(m);
+	cm_incoming_request(c, &p, m->pd + CM_MAD_CMA_HDR_LEN, CM_REQ_PD);
+}
+
+struct sidr_key {
+	uint32_t req_id;
+};
+
+static bool is_sidr_waiting(const struct cm_id *c, const void *arg)
+{
+	const struct sidr_key *k = arg;
+	return c->tr == CM_TR_ROCE && cm_is_ud(c) && !c->passive && c->state == CM_CONNECTING &&
+	       c->req_id == k->req_id;
+}
+
+/* A MAD for a comm ID this process does not have (any more): as the kernel CM (cm_issue_drep
+ * for a DREQ, cm_issue_rej INVALID_COMM_ID for a REP), the rest dropped. */
+static void unknown_in(const struct cm_mad *m, const struct gsi_frame *f)
+{
+	cm_count(CM_C_mad_unknown);
+	if (m->attr != CM_ATTR_DREQ && m->attr != CM_ATTR_REP)
+		return;
+	struct cm_id tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.tid = m->tid;
+	tmp.comm_id = m->remote_id;
+	tmp.peer_comm_id = m->local_id;
+	memcpy(tmp.laddr, f->dst, 16);
+	memcpy(tmp.gsi_peer, f->src, 16);
+	tmp.tos = f->tos;
+	tmp.dev = cm_dev_for(f->dst, CM_TR_ROCE);
+	if (!tmp.dev)
+		return;
+	if (m->attr == CM_ATTR_DREQ)
+		send_simple(&tmp, CM_ATTR_DREP, m->tid, NULL);
+	else
+		send_rej(&tmp, CM_MAD_MSG_REP, 6 /* IB_CM_REJ_INVALID_COMM_ID */, NULL, 0);
+}
+
+void cm_roce_mad_in(struct cm_id *lis, const struct gsi_frame *f, uint64_t now)
+{
+	struct cm_mad m;
+	if (cm_mad_parse(f->mad, CM_MAD_LEN, &m) != 0) {
+		cm_count(CM_C_rx_bad_msg);
+		return;
+	}
+	if (lis) {
+		if (m.attr == CM_ATTR_REQ || m.attr == CM_ATTR_SIDR_REQ)
+			request_in(lis, &m, f);
+		else
+			cm_count(CM_C_rx_unexpected);
+		return;
+	}
+	if (m.attr == CM_ATTR_REQ || m.attr == CM_ATTR_SIDR_REQ) {
+		cm_count(CM_C_rx_unexpected);
+		return;
+	}
+	if (m.attr == CM_ATTR_SIDR_REP) {
+		struct sidr_key k = {.req_id = m.local_id};
+		struct cm_id *id = cm_find(is_sidr_waiting, &k);
+		if (!id || memcmp(id->gsi_peer, f->src, 16) != 0) {
+			/* IB CM cm_sidr_rep_handler: a reply matching no outstanding request
+			 * is dropped. */
+			cm_count(CM_C_sidr_unknown);
+			return;
+		}
+		on_sidr_rep(id, &m, now);
+		return;
+	}
+	struct cm_id *id = cm_find_comm(m.remote_id);
+	if (!id || cm_is_ud(id)) {
+		unknown_in(&m, f);
+		return;
+	}
+	on_mad(id, &m, f, now);
 }
 
 void cm_roce_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 {
-	if (!id->tcp)
-		return;
-	int r = flush(id);
-	if (r < 0) {
-		conn_lost(id, -ECONNRESET);
-		return;
-	}
-	while (id->tcp) {
-		struct cm_msg m;
-		r = read_msg(id, &m);
-		if (r == 0)
-			break;
-		if (r < 0) {
-			if (r != -ECONNRESET) {
-				cm_count(parse_error_counter(r));
-				r = -EPROTO;
-			}
-			conn_lost(id, r);
-			return;
-		}
-		on_msg(id, &m);
-		if (id->tcp && flush(id) < 0) {
-			conn_lost(id, -ECONNRESET);
-			return;
-		}
-	}
-	if (!id->tcp)
-		return;
 	if (id->deadline && now >= id->deadline) {
 		if (id->state == CM_DISCONNECTING) {
 			/* No DREP: disconnected anyway (IB CM DREQ timeout). */
-			cm_conn_drop(id, true);
+			answered(id);
+			id->deadline = 0;
 			id->state = CM_DISCONNECTED;
 			cm_count(CM_C_disconnects);
 			cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
@@ -655,50 +872,54 @@ void cm_roce_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 		}
 		return;
 	}
+	if (id->mad_pending && now >= id->resend_at) {
+		cm_count(CM_C_mad_resends);
+		send_raw(id, id->mad);
+		id->resend_step *= 2;
+		if (id->resend_step > CM_RESEND_MAX_NS)
+			id->resend_step = CM_RESEND_MAX_NS;
+		id->resend_at = now + id->resend_step;
+	}
+	if (id->mad_pending && id->resend_at < *wake)
+		*wake = id->resend_at;
 	if (id->deadline && id->deadline < *wake)
 		*wake = id->deadline;
-	id->ev = (short)(POLLIN | (id->tx_len ? POLLOUT : 0));
 }
 
 int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p)
 {
 	(void)p;
 	if (cm_is_ud(id)) {
-		/* cma_send_sidr_rep: our QPN and Q_Key; no connection, no event follows. A
-		 * requester gone meanwhile just misses the reply. */
-		if (id->tcp)
-			send_sidr_rep(id, CM_SIDR_SUCCESS, id->qpn, id->pd, id->pd_len);
+		/* cma_send_sidr_rep: our QPN and Q_Key; no connection, no event follows. */
+		send_sidr_rep(id, CM_SIDR_SUCCESS, id->qpn, id->pd, id->pd_len);
 		id->state = CM_ESTABLISHED;
 		cm_count(CM_C_established);
 		return 0;
 	}
-	if (!id->tcp)
-		return -ECONNRESET; /* the peer went away: CONNECT_ERROR is out */
+	if (id->state != CM_REQ_RCVD)
+		return -EINVAL;
 	int r = qp_to_rts(id);
 	if (r < 0)
 		return r;
-	struct cm_msg m = {.type = CM_MSG_REP,
-			   .qpn = id->qpn & 0xFFFFFF,
-			   .psn = id->psn,
-			   .rr = id->rr,
-			   .depth = id->depth,
-			   .rnr = id->rnr,
-			   .mtu = id->mtu,
-			   .srq = id->srq};
-	memcpy(m.gid, id->laddr, 16);
-	msg_fill_pd(&m, id->pd, id->pd_len);
-	r = msg_queue(id, &m);
-	if (r < 0)
-		return r;
+	struct cm_mad m;
+	mad_init(&m, CM_ATTR_REP, id->tid);
+	m.local_id = id->comm_id;
+	m.remote_id = id->peer_comm_id;
+	m.qpn = id->qpn & 0xFFFFFF;
+	m.psn = id->psn & 0xFFFFFF;
+	m.resp_res = id->rr;
+	m.init_depth = id->depth;
+	m.target_ack_delay = REP_TARGET_ACK;
+	m.rnr_retry = id->rnr & 7;
+	m.srq = id->srq;
+	m.ca_guid = sr_cm_node_guid(id->dev->ctx);
+	fill_pd(m.pd, CM_MAD_REP_PD, id->pd, id->pd_len);
+	uint64_t now = cm_now();
+	r = send_request(id, &m, now);
 	id->state = CM_ACCEPTING;
-	id->deadline = cm_now() + cm_timeout_ns();
-	if (flush(id) < 0) {
-		conn_lost(id, -ECONNRESET);
-		return 0;
-	}
-	id->ev = (short)(POLLIN | (id->tx_len ? POLLOUT : 0));
+	id->deadline = now + cm_timeout_ns();
 	cm_kick();
-	return 0;
+	return r < 0 && r != -EIO ? r : 0;
 }
 
 int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len)
@@ -708,30 +929,26 @@ int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len)
 		 * IB_SIDR_REJECT) and the private data, 136 bytes at most. */
 		if (len > CM_SIDR_REP_PD)
 			return -EINVAL;
-		if (id->tcp)
-			send_sidr_rep(id, CM_SIDR_REJECT, 0, pd, len);
+		send_sidr_rep(id, CM_SIDR_REJECT, 0, pd, len);
 		id->state = CM_CLOSED;
 		return 0;
 	}
 	if (len > CM_REJ_PD)
 		return -EINVAL;
-	if (id->tcp)
-		send_rej(id, CM_REJ_CONSUMER_DEFINED, pd, len);
+	send_rej(id, CM_MAD_MSG_REQ, CM_REJ_CONSUMER_DEFINED, pd, len);
 	id->state = CM_CLOSED;
+	answered(id);
 	return 0;
 }
 
 int cm_roce_establish(struct cm_id *id)
 {
-	if (id->state != CM_REP_RCVD || !id->tcp)
+	if (id->state != CM_REP_RCVD)
 		return -EINVAL;
-	struct cm_msg rtu = {.type = CM_MSG_RTU};
-	msg_queue(id, &rtu);
+	send_simple(id, CM_ATTR_RTU, id->tid, id->reply);
+	id->has_reply = true;
 	id->state = CM_ESTABLISHED;
 	cm_count(CM_C_established);
-	if (flush(id) < 0)
-		conn_lost(id, -ECONNRESET);
-	cm_kick();
 	return 0;
 }
 
@@ -742,14 +959,15 @@ int cm_roce_disconnect(struct cm_id *id)
 	case CM_ACCEPTING:
 	case CM_REP_RCVD: {
 		cm_qp_to_err(id);
-		struct cm_msg dreq = {.type = CM_MSG_DREQ};
-		msg_queue(id, &dreq);
+		struct cm_mad m;
+		mad_init(&m, CM_ATTR_DREQ, new_tid(id->comm_id));
+		m.local_id = id->comm_id;
+		m.remote_id = id->peer_comm_id;
+		m.qpn = id->peer_qpn & 0xFFFFFF;
+		uint64_t now = cm_now();
+		send_request(id, &m, now);
 		id->state = CM_DISCONNECTING;
-		id->deadline = cm_now() + cm_timeout_ns();
-		if (flush(id) < 0) {
-			conn_lost(id, -ECONNRESET);
-			return 0;
-		}
+		id->deadline = now + cm_timeout_ns();
 		cm_kick();
 		return 0;
 	}
@@ -764,16 +982,35 @@ int cm_roce_disconnect(struct cm_id *id)
 
 void cm_roce_destroy(struct cm_id *id)
 {
-	if (!id->tcp)
+	if (!id->dev || id->tr != CM_TR_ROCE)
 		return;
-	if (id->state == CM_ESTABLISHED || id->state == CM_ACCEPTING || id->state == CM_REP_RCVD) {
+	switch (id->state) {
+	case CM_ESTABLISHED:
+	case CM_ACCEPTING:
+	case CM_REP_RCVD: {
 		/* IB CM: destroying a connected id sends a DREQ; the peer disconnects. */
-		struct cm_msg dreq = {.type = CM_MSG_DREQ};
-		send_last(id, &dreq);
-	} else if (id->state == CM_REQ_RCVD && cm_is_ud(id)) {
-		/* IB CM cm_destroy_id in SIDR_REQ_RCVD: rejected. */
-		send_sidr_rep(id, CM_SIDR_REJECT, 0, NULL, 0);
-	} else if (id->state == CM_REQ_RCVD) {
-		send_rej(id, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		struct cm_mad m;
+		mad_init(&m, CM_ATTR_DREQ, new_tid(id->comm_id));
+		m.local_id = id->comm_id;
+		m.remote_id = id->peer_comm_id;
+		m.qpn = id->peer_qpn & 0xFFFFFF;
+		send_mad(id, &m, NULL);
+		break;
 	}
+	case CM_CONNECTING:
+		/* IB CM cm_destroy_id in REQ_SENT: REJ "timeout". */
+		if (!cm_is_ud(id) && id->comm_id)
+			send_rej(id, CM_MAD_MSG_OTHER, 4 /* IB_CM_REJ_TIMEOUT */, NULL, 0);
+		break;
+	case CM_REQ_RCVD:
+		/* IB CM cm_destroy_id in REQ_RCVD / SIDR_REQ_RCVD: rejected. */
+		if (cm_is_ud(id))
+			send_sidr_rep(id, CM_SIDR_REJECT, 0, NULL, 0);
+		else
+			send_rej(id, CM_MAD_MSG_REQ, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		break;
+	default:
+		break;
+	}
+	answered(id);
 }

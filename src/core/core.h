@@ -134,7 +134,13 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \
 	X(rx_wrong_peer, "packets dropped: source address is not the QP's peer")                   \
 	X(tx_errors, "packets not sent: socket error")                                             \
-	X(tx_bad_ah, "UD packets not sent: address handle destroyed, or no socket for its family")
+	X(tx_bad_ah, "UD packets not sent: address handle destroyed, or no socket for its family") \
+	X(gsi_routed, "CM MADs to QP1 passed to the process they are for (core/gsi.h)")            \
+	X(gsi_no_target, "CM MADs to QP1 for no listener / no process: answered as the kernel CM") \
+	X(gsi_answered, "REJ / DREP / SIDR_REP sent for a MAD nobody takes")                       \
+	X(gsi_rx_dropped, "packets to QP1 dropped: not a CM MAD (opcode, Q_Key, length, class)")   \
+	X(gsi_fwd_errors, "CM MADs to QP1 dropped: the receiving process's queue was full")        \
+	X(gsi_tx, "CM MADs sent from QP1")
 
 enum core_counter {
 #define CORE_COUNTER_ENUM(name, desc) CORE_CNT_##name,

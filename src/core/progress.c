@@ -18,6 +18,7 @@
 #include "io/fault.h"
 #include "io/io.h"
 #include "wire/roce/roce.h"
+#include "core/gsi.h"
 
 #define BATCH 32
 /* Room for the largest packet: headers, 4096 bytes of payload, pad, ICRC. */
@@ -103,6 +104,7 @@ struct core_ctx {
 	struct io_pkt rx[BATCH];
 	struct io_pkt tx[BATCH];
 	int ntx;
+	uint32_t gsi_psn; /* BTH PSN of QP1's sends */
 };
 
 uint64_t core_now_ns(void)
@@ -467,6 +469,70 @@ static bool run_output(struct core_ctx *c, uint64_t now)
 	return did;
 }
 
+/* ---- QP1 (core/gsi.h) ---- */
+
+void core_gsi_count(struct core_ctx *c, int counter)
+{
+	if (counter >= 0 && counter < CORE_CNT__COUNT)
+		c->counters[counter]++;
+}
+
+int core_gsi_send(struct core_ctx *c, const struct gsi_frame *f)
+{
+	if (!c->io) {
+		char err[160];
+		int r = core_start(c, err, sizeof(err));
+		if (r < 0)
+			return r;
+	}
+	if (f->ipv6) {
+		int r = start_v6(c);
+		if (r < 0)
+			return r;
+	}
+	struct io_udp *io = io_of(c, f->ipv6);
+	if (!io)
+		return -EAFNOSUPPORT;
+	uint8_t buf[ROCE_BTH_LEN + ROCE_DETH_LEN + CM_MAD_LEN + ROCE_ICRC_LEN];
+	struct roce_pkt pkt;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.bth.opcode = ROCE_UD_SEND_ONLY;
+	pkt.bth.pkey = ROCE_DEFAULT_PKEY;
+	pkt.bth.dqpn = 1;
+	pkt.bth.psn = c->gsi_psn++ & 0xFFFFFFu;
+	pkt.deth.qkey = ROCE_GSI_QKEY;
+	pkt.deth.src_qpn = 1;
+	pkt.payload = f->mad;
+	pkt.payload_len = CM_MAD_LEN;
+	size_t len = roce_build(&pkt, buf, sizeof(buf));
+	if (len != sizeof(buf))
+		return -EINVAL;
+	uint16_t sport = io_udp_port(io);
+	uint16_t dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
+	/* The ICRC covers the address the socket really sends from. */
+	const uint8_t *src = f->ipv6 ? c->cfg.local_addr6 : c->cfg.local_addr;
+	struct roce_envelope env = {.ipv6 = f->ipv6, .df = true, .sport = sport, .dport = dport};
+	memcpy(env.src, src, 16);
+	memcpy(env.dst, f->dst, 16);
+	roce_icrc_put(buf + len - ROCE_ICRC_LEN, roce_icrc(&env, buf, len - ROCE_ICRC_LEN));
+	struct io_pkt p = {.buf = buf,
+			   .cap = len,
+			   .len = len,
+			   .ipv6 = f->ipv6,
+			   .sport = sport,
+			   .dport = dport,
+			   .tos = f->tos};
+	memcpy(p.src, src, 16);
+	memcpy(p.dst, f->dst, 16);
+	if (io_udp_send(io, &p, 1) != 1) {
+		c->counters[CORE_CNT_tx_errors]++;
+		return -EIO;
+	}
+	c->counters[CORE_CNT_tx_packets]++;
+	c->counters[CORE_CNT_gsi_tx]++;
+	return 0;
+}
+
 /* ---- receive ---- */
 
 /* The GRH area of a UD receive (spec 10, rxe execute): the IPv6 header, or for IPv4 20 zero
@@ -531,6 +597,10 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	uint16_t ip_id = 0;
 	if (roce_icrc_check(&env, p->buf, p->len, &ip_id) != 0) {
 		c->counters[CORE_CNT_rx_bad_icrc]++;
+		return;
+	}
+	if (pkt.bth.dqpn == 1) {
+		gsi_route(c, p, &pkt);
 		return;
 	}
 	struct core_qp *s = slot_of(c, pkt.bth.dqpn);
