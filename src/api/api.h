@@ -8,6 +8,7 @@
 #include <infiniband/verbs.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "core/core.h"
 #include "core/iw_progress.h"
@@ -19,6 +20,7 @@
 #define SR_MAX_CQE    65536
 #define SR_MAX_MR     65536
 #define SR_ASYNC_RING 64
+#define SR_MAX_XSRQ   1024 /* XRC SRQs per context; their numbers are 1 .. SR_MAX_XSRQ - 1 */
 
 struct sr_device {
 	struct ibv_device ibdev;
@@ -33,6 +35,9 @@ struct sr_device {
 	struct sr_device *next;
 };
 
+struct sr_srq;
+struct sr_xrcd;
+
 struct sr_context {
 	struct verbs_context vctx; /* the application sees &vctx.context */
 	struct sr_device *dev;
@@ -46,6 +51,25 @@ struct sr_context {
 	uint32_t async_head, async_tail;
 	int async_wfd;
 	struct iwp *iwp; /* iWARP devices: the TCP connections and their progress */
+	/* XRC (xrc.c), under the core lock: the XRC SRQs by number (the XRCETH's), and the open
+	 * XRC domains. */
+	struct sr_srq *xsrq[SR_MAX_XSRQ];
+	struct sr_xrcd *xrcds;
+};
+
+/* An XRC domain (xrc.c). Domains are per device context: opening the same file (fd) again in
+ * the same context gives the same domain (reference counted), other contexts and processes get
+ * their own (an XRC SRQ is reached from the wire through a target QP of its own context). */
+struct sr_xrcd {
+	struct ibv_xrcd ibxrcd;
+	struct sr_context *ctx;
+	uint32_t handle; /* the engine's domain id (eng_rq.xrcd, eng_qp_init.xrcd), never 0 */
+	bool has_inode;	 /* opened with a file: (dev, ino) name it */
+	dev_t st_dev;
+	ino_t st_ino;
+	int opens; /* ibv_open_xrcd calls not yet closed */
+	int users; /* XRC SRQs and XRC_RECV QPs in it */
+	struct sr_xrcd *next;
 };
 
 struct sr_pd {
@@ -74,6 +98,8 @@ struct sr_srq {
 	struct eng_rq erq;
 	struct sr_context *ctx;
 	uint32_t max_wr, max_sge;
+	struct sr_xrcd *xrcd; /* IBV_SRQT_XRC: its domain; NULL for a basic SRQ */
+	uint32_t srqn;	      /* IBV_SRQT_XRC: its number (ibv_get_srq_num) */
 };
 
 /* An address handle (UD): the destination lives in the core's AH table; ibah.handle is its
@@ -90,7 +116,8 @@ struct sr_qp {
 	struct ibv_qp_attr attr; /* every attribute set so far */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
-	struct iw_qp *iqp; /* iWARP devices: the QP engine (eqp is NULL then) */
+	struct iw_qp *iqp;    /* iWARP devices: the QP engine (eqp is NULL then) */
+	struct sr_xrcd *xrcd; /* IBV_QPT_XRC_RECV: its domain */
 };
 
 static inline struct sr_context *sr_ctx(struct ibv_context *c)
@@ -127,6 +154,23 @@ struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_at
 				  uint32_t qpn, struct sr_qp *qp);
 void sr_qp_publish(struct sr_qp *qp, struct sr_context *ctx, struct ibv_pd *pd,
 		   const struct ibv_qp_init_attr *init, uint32_t qpn, enum ibv_mtu mtu);
+
+/* SRQ and QP creation shared with xrc.c (verbs.c). sr_srq_new creates an SRQ object of
+ * `context` for `attr` (checked here: EINVAL) in `pd`; NULL with errno set on failure.
+ * sr_create_qp creates a RoCE QP of any type softrdma has (RC, UC, UD, XRC_SEND with `pd`;
+ * XRC_RECV with `xrcd` and no pd); NULL with errno set. */
+struct sr_srq *sr_srq_new(struct ibv_context *context, struct ibv_pd *pd,
+			  const struct ibv_srq_attr *attr, void *srq_context);
+struct ibv_qp *sr_create_qp(struct ibv_context *context, struct ibv_pd *pd,
+			    struct ibv_qp_init_attr *init, struct sr_xrcd *xrcd);
+
+/* xrc.c: the extended verbs_context ops (open_xrcd, close_xrcd, create_srq_ex, get_srq_num,
+ * create_qp_ex), set at open; the eng_env.xsrq_lookup callback; and the XRC parts of
+ * ibv_destroy_srq / ibv_destroy_qp (under the core lock). */
+void sr_xrc_fill_ops(struct sr_context *ctx);
+struct eng_rq *sr_xsrq_lookup(void *ctx, uint32_t srqn);
+void sr_xrc_srq_release(struct sr_srq *srq);
+void sr_xrc_qp_release(struct sr_qp *qp);
 
 /* async events (verbs.c): queue one, under the core lock. */
 void sr_async_push(struct sr_context *ctx, const struct ibv_async_event *ev);

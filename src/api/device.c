@@ -258,7 +258,8 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp = CORE_MAX_QP - 1;
 	a->max_qp_wr = SR_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
-			      IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_SYS_IMAGE_GUID;
+			      IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_XRC; /* RoCE: XRC domains, SRQs and QPs (xrc.c) */
 	a->max_sge = ENG_MAX_SGE;
 	a->max_sge_rd = ENG_MAX_SGE;
 	a->max_cq = 16384;

@@ -260,21 +260,22 @@ static void srq_limit_event(struct eng_rq *rq)
 	sr_async_push(srq->ctx, &ev);
 }
 
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+struct sr_srq *sr_srq_new(struct ibv_context *context, struct ibv_pd *pd,
+			  const struct ibv_srq_attr *attr, void *srq_context)
 {
-	if (!pd || !init || init->attr.max_wr == 0 || init->attr.max_wr > SR_MAX_QP_WR ||
-	    init->attr.max_sge == 0 || init->attr.max_sge > ENG_MAX_SGE ||
-	    init->attr.srq_limit > init->attr.max_wr) {
+	if (!context || !pd || pd->context != context || !attr || attr->max_wr == 0 ||
+	    attr->max_wr > SR_MAX_QP_WR || attr->max_sge == 0 || attr->max_sge > ENG_MAX_SGE ||
+	    attr->srq_limit > attr->max_wr) {
 		errno = EINVAL;
 		return NULL;
 	}
-	struct sr_context *ctx = sr_ctx(pd->context);
+	struct sr_context *ctx = sr_ctx(context);
 	struct sr_srq *srq = calloc(1, sizeof(*srq));
 	if (!srq) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	int ret = eng_rq_init(&srq->erq, init->attr.max_wr, init->attr.max_sge, true);
+	int ret = eng_rq_init(&srq->erq, attr->max_wr, attr->max_sge, true);
 	if (ret < 0) {
 		free(srq);
 		errno = -ret;
@@ -282,19 +283,29 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init
 	}
 	srq->erq.limit_event = srq_limit_event;
 	srq->erq.owner = srq;
-	srq->erq.limit = init->attr.srq_limit;
+	srq->erq.limit = attr->srq_limit;
 	srq->ctx = ctx;
-	srq->max_wr = init->attr.max_wr;
-	srq->max_sge = init->attr.max_sge;
-	srq->ibsrq.context = pd->context;
-	srq->ibsrq.srq_context = init->srq_context;
+	srq->max_wr = attr->max_wr;
+	srq->max_sge = attr->max_sge;
+	srq->ibsrq.context = context;
+	srq->ibsrq.srq_context = srq_context;
 	srq->ibsrq.pd = pd;
 	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
 	core_lock(ctx->core);
 	srq->ibsrq.handle = new_handle(ctx);
 	core_unlock(ctx->core);
-	return &srq->ibsrq;
+	return srq;
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+{
+	if (!pd || !init) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sr_srq *srq = sr_srq_new(pd->context, pd, &init->attr, init->srq_context);
+	return srq ? &srq->ibsrq : NULL;
 }
 
 int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
@@ -326,6 +337,12 @@ int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct sr_srq *srq = (struct sr_srq *)ibsrq;
+	if (srq->xrcd) {
+		/* No XRCETH reaches it any more (requests naming it are refused). */
+		core_lock(srq->ctx->core);
+		sr_xrc_srq_release(srq);
+		core_unlock(srq->ctx->core);
+	}
 	eng_rq_fini(&srq->erq);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
@@ -360,24 +377,29 @@ int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
 
 int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge)
 {
-	/* RoCE: RC, UC and UD, as rxe. iWARP is connected only (siw: RC only). */
+	/* RoCE: RC, UC and UD, as rxe, and the XRC initiator (XRC_SEND; the target, XRC_RECV, is
+	 * checked by sr_create_qp). iWARP is connected only (siw: RC only). */
+	bool xrc = init->qp_type == IBV_QPT_XRC_SEND;
 	if (init->qp_type != IBV_QPT_RC &&
 	    (sr_ctx(pd->context)->dev->iwarp ||
-	     (init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD)))
+	     (init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD && !xrc)))
 		return EOPNOTSUPP;
 	struct ibv_qp_cap *cap = &init->cap;
 	if (cap->max_send_wr > SR_MAX_QP_WR || cap->max_send_sge > max_sge ||
 	    cap->max_inline_data > ENG_MAX_INLINE ||
-	    (!init->srq && (cap->max_recv_wr > SR_MAX_QP_WR || cap->max_recv_sge > max_sge)))
+	    (!init->srq && !xrc &&
+	     (cap->max_recv_wr > SR_MAX_QP_WR || cap->max_recv_sge > max_sge)))
 		return EINVAL;
-	if (init->send_cq->context != pd->context || init->recv_cq->context != pd->context ||
-	    (init->srq && init->srq->context != pd->context))
+	/* XRC_SEND has no receive side: recv_cq and srq are ignored (as by the kernel). */
+	if (init->send_cq->context != pd->context ||
+	    (!xrc && init->recv_cq->context != pd->context) ||
+	    (!xrc && init->srq && init->srq->context != pd->context))
 		return EINVAL;
 	/* Report what the QP really has (verbs: at least what was asked). */
 	cap->max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1;
 	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	cap->max_inline_data = ENG_MAX_INLINE;
-	if (init->srq) {
+	if (init->srq || xrc) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	} else {
@@ -390,18 +412,19 @@ int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t 
 struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *init,
 				  uint32_t qpn, struct sr_qp *qp)
 {
+	bool xrc_send = init->qp_type == IBV_QPT_XRC_SEND;
 	struct eng_qp_init ei = {
 	    .type = init->qp_type,
 	    .qpn = qpn,
-	    .pd = pd->handle,
+	    .pd = pd ? pd->handle : 0,
 	    .max_send_wr = init->cap.max_send_wr,
 	    .max_send_sge = init->cap.max_send_sge,
 	    .max_inline = init->cap.max_inline_data,
 	    .max_recv_wr = init->cap.max_recv_wr,
 	    .max_recv_sge = init->cap.max_recv_sge,
-	    .srq = init->srq ? &((struct sr_srq *)init->srq)->erq : NULL,
-	    .send_cq = &((struct sr_cq *)init->send_cq)->ecq,
-	    .recv_cq = &((struct sr_cq *)init->recv_cq)->ecq,
+	    .srq = init->srq && !xrc_send ? &((struct sr_srq *)init->srq)->erq : NULL,
+	    .send_cq = init->send_cq ? &((struct sr_cq *)init->send_cq)->ecq : NULL,
+	    .recv_cq = init->recv_cq && !xrc_send ? &((struct sr_cq *)init->recv_cq)->ecq : NULL,
 	    .sq_sig_all = init->sq_sig_all != 0,
 	    .user = qp,
 	};
@@ -417,7 +440,7 @@ void sr_qp_publish(struct sr_qp *qp, struct sr_context *ctx, struct ibv_pd *pd,
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.path_mtu = mtu;
 	qp->attr.cap = init->cap;
-	qp->ibqp.context = pd->context;
+	qp->ibqp.context = &ctx->vctx.context;
 	qp->ibqp.qp_context = init->qp_context;
 	qp->ibqp.pd = pd;
 	qp->ibqp.send_cq = init->send_cq;
@@ -433,15 +456,40 @@ void sr_qp_publish(struct sr_qp *qp, struct sr_context *ctx, struct ibv_pd *pd,
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
+	if (!pd || !init) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return sr_create_qp(pd->context, pd, init, NULL);
+}
+
+struct ibv_qp *sr_create_qp(struct ibv_context *context, struct ibv_pd *pd,
+			    struct ibv_qp_init_attr *init, struct sr_xrcd *xrcd)
+{
 	int ret = EINVAL;
-	if (!pd || !init || !init->send_cq || !init->recv_cq)
+	struct sr_context *ctx = sr_ctx(context);
+	bool xrc_send = init->qp_type == IBV_QPT_XRC_SEND;
+	bool xrc_recv = init->qp_type == IBV_QPT_XRC_RECV;
+	if ((xrc_send || xrc_recv) && ctx->dev->iwarp) {
+		ret = EOPNOTSUPP; /* no XRC on iWARP (siw has none) */
 		goto fail;
-	if (sr_ctx(pd->context)->dev->iwarp)
-		return sr_iw_create_qp(pd, init);
-	ret = sr_qp_check_init(pd, init, ENG_MAX_SGE);
-	if (ret)
-		goto fail;
-	struct sr_context *ctx = sr_ctx(pd->context);
+	}
+	if (xrc_recv) {
+		/* The target half: no PD, CQs, SRQ or queues of its own (ibv_create_qp_ex(3)). */
+		if (!xrcd || xrcd->ctx != ctx)
+			goto fail;
+		pd = NULL;
+		memset(&init->cap, 0, sizeof(init->cap));
+	} else {
+		if (!pd || pd->context != context || !init->send_cq ||
+		    (!xrc_send && !init->recv_cq))
+			goto fail;
+		if (ctx->dev->iwarp)
+			return sr_iw_create_qp(pd, init);
+		ret = sr_qp_check_init(pd, init, ENG_MAX_SGE);
+		if (ret)
+			goto fail;
+	}
 	struct sr_qp *qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		ret = ENOMEM;
@@ -467,6 +515,11 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		goto fail;
 	}
 	struct eng_qp_init ei = sr_qp_eng_init(pd, init, qpn, qp);
+	if (xrc_recv) {
+		ei.xrcd = xrcd->handle;
+		ei.send_cq = ei.recv_cq = NULL;
+		ei.srq = NULL;
+	}
 	r = eng_qp_create(&ei, &ctx->env, &qp->eqp);
 	if (r == 0) {
 		r = core_qp_attach(ctx->core, qp->eqp, qpn);
@@ -491,6 +544,19 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	 * messages are limited by the port's MTU, which it reports. */
 	sr_qp_publish(qp, ctx, pd, init, qpn,
 		      init->qp_type == IBV_QPT_UD ? ctx->dev->max_mtu : IBV_MTU_256);
+	if (xrc_send || xrc_recv) {
+		/* What the QP really has: XRC_SEND no receive side, XRC_RECV nothing but its
+		 * domain. */
+		qp->ibqp.recv_cq = NULL;
+		qp->ibqp.srq = NULL;
+		if (xrc_recv) {
+			qp->ibqp.send_cq = NULL;
+			qp->xrcd = xrcd;
+			core_lock(ctx->core);
+			xrcd->users++;
+			core_unlock(ctx->core);
+		}
+	}
 	{
 		/* The engine's attributes from the start (a UD QP's MTU is the port's). */
 		struct eng_qp_attr ea = to_eng_attr(qp, &qp->attr);
@@ -515,6 +581,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		core_dump_qp_counters(ctx->core, qp->eqp, stderr);
 	core_qp_detach(ctx->core, ibqp->qp_num);
 	eng_qp_destroy(qp->eqp);
+	if (qp->xrcd)
+		sr_xrc_qp_release(qp);
 	ctx->qpn_used[ibqp->qp_num & 0xFFFF] = 0;
 	core_unlock(ctx->core);
 	pthread_mutex_destroy(&ibqp->mutex);
@@ -970,6 +1038,8 @@ void sr_fill_ops(struct sr_context *ctx)
 	ctx->env.mem_invalidate = env_mem_invalidate;
 	ctx->env.wake = env_wake;
 	ctx->env.event = env_event;
+	ctx->env.xsrq_lookup = sr_xsrq_lookup;
+	sr_xrc_fill_ops(ctx);
 }
 
 /* ---- strings ---- */

@@ -75,6 +75,12 @@ struct eng_rq {
 	uint32_t mask, head, tail; /* free-running indices */
 	uint32_t max_wr, max_sge;
 	bool is_srq;
+	/* An XRC SRQ (IBV_SRQT_XRC; IBA 9.8.x): its XRC domain (0: not an XRC SRQ), and the PD
+	 * and completion queue that requests naming it in their XRCETH use, whichever XRC target
+	 * QP of the domain they arrive at. */
+	uint32_t xrcd;
+	uint32_t pd;
+	struct eng_cq *cq;
 	uint32_t limit; /* SRQ limit (0 = not armed); on dropping below: limit_event */
 	void (*limit_event)(struct eng_rq *rq);
 	void *owner;
@@ -110,14 +116,23 @@ struct eng_env {
 	/* Asynchronous event for the QP (IBV_EVENT_QP_FATAL, _QP_REQ_ERR, _QP_ACCESS_ERR,
 	 * _COMM_EST, _SQ_DRAINED, _QP_LAST_WQE_REACHED). May be NULL. */
 	void (*event)(void *ctx, struct eng_qp *qp, enum ibv_event_type ev);
+	/* XRC target QPs: the XRC SRQ of number `srqn` (an XRCETH's), or NULL if there is none.
+	 * The engine itself checks that it is of the QP's XRC domain. May be NULL (no XRC). */
+	struct eng_rq *(*xsrq_lookup)(void *ctx, uint32_t srqn);
 };
 
 /* ---- queue pair ---- */
 
+/* XRC (IBA 9.8.x): an IBV_QPT_XRC_SEND QP is an RC requester without a receive queue (no
+ * recv_cq, no SRQ); each send WR names the XRC SRQ it is for (wr.qp_type.xrc.remote_srqn,
+ * sent in the XRCETH). An IBV_QPT_XRC_RECV QP is an RC responder without a send queue, PD or
+ * CQs of its own (max_send_wr 0, no CQs): each request goes to the XRC SRQ its XRCETH names,
+ * which must belong to the QP's XRC domain `xrcd`, and uses that SRQ's PD and CQ. */
 struct eng_qp_init {
-	enum ibv_qp_type type; /* IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
+	enum ibv_qp_type type; /* IBV_QPT_RC, _UC, _UD, _XRC_SEND or _XRC_RECV */
 	uint32_t qpn;
-	uint32_t pd; /* PD handle passed back to mem_resolve */
+	uint32_t pd;   /* PD handle passed back to mem_resolve (XRC_RECV: none, 0) */
+	uint32_t xrcd; /* XRC_RECV: its XRC domain (not 0); others 0 */
 	uint32_t max_send_wr, max_send_sge, max_inline;
 	uint32_t max_recv_wr, max_recv_sge; /* ignored with srq */
 	struct eng_rq *srq;		    /* NULL: the QP gets its own receive queue */
@@ -237,6 +252,7 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
 	X(drop_resp_busy, "requests dropped: response queue full (peer retries)")                  \
 	X(implicit_naks, "retries started by a response passing an unanswered READ/ATOMIC")        \
 	X(drop_qkey, "UD packets dropped: DETH Q_Key is not the QP's")                             \
+	X(drop_xrc_srq, "XRC requests refused: the XRCETH names no XRC SRQ of the QP's domain")    \
 	X(drop_no_recv, "UC/UD messages dropped: no receive WQE posted")                           \
 	X(drop_recv_short, "UC/UD messages dropped: receive buffer too small")                     \
 	X(drop_access, "UC RDMA WRITEs dropped: not enabled, or R_Key / bounds refused")           \

@@ -97,6 +97,7 @@ struct eng_swqe {
 	uint32_t ah;	    /* UD: the address handle's handle, resolved by the caller */
 	uint32_t ud_qpn;    /* UD: destination QP */
 	uint32_t ud_qkey;   /* UD: DETH Q_Key (a controlled key already replaced) */
+	uint32_t xrc_srqn;  /* XRC_SEND: the XRC SRQ the message is for (XRCETH) */
 	enum ibv_wc_status status;
 	uint8_t inline_data[ENG_MAX_INLINE];
 };
@@ -110,6 +111,7 @@ struct eng_res {
 	uint32_t rkey;
 	uint32_t length;
 	uint64_t orig; /* ATOMIC: the value before execution, replayed to duplicates */
+	uint32_t pd;   /* READ: the PD its R_Key is checked in again (XRC: the SRQ's) */
 };
 
 /* One entry of the responder's output queue. */
@@ -123,6 +125,7 @@ struct eng_job {
 	/* READ: the range still to send. */
 	uint64_t va;
 	uint32_t rkey;
+	uint32_t pd;	 /* READ: the PD of its R_Key (XRC: the SRQ's) */
 	uint32_t length; /* bytes of this job in total */
 	uint32_t offset; /* bytes already sent */
 	bool from_first; /* job starts at the resource's first PSN: FIRST / ONLY opcodes */
@@ -187,8 +190,9 @@ struct eng_qp {
 		bool drop_msg;	 /* UC: dropping the rest of a message until a FIRST / ONLY */
 		bool wqe_spare;	 /* UC: wqe came back from a dropped message; the next takes it */
 		struct eng_rwqe wqe;
-		uint32_t offset; /* SEND: bytes placed into wqe */
-		uint64_t va;	 /* WRITE: address of the next byte */
+		uint32_t msg_srqn; /* XRC: the SRQ of the message in progress (CQ, PD) */
+		uint32_t offset;   /* SEND: bytes placed into wqe */
+		uint64_t va;	   /* WRITE: address of the next byte */
 		uint32_t rkey;
 		uint32_t length; /* WRITE: RETH DMA length */
 		uint32_t resid;	 /* WRITE: bytes still expected */
@@ -214,6 +218,13 @@ enum eng_err {
 };
 uint8_t eng_nak_syndrome(enum eng_err err);
 enum ibv_wc_status eng_nak_status(uint8_t syndrome);
+
+/* Reliable connected service: RC and the two halves of XRC (acknowledged, PSN windows, NAKs). */
+static inline bool eng_qp_reliable(const struct eng_qp *qp)
+{
+	return qp->init.type == IBV_QPT_RC || qp->init.type == IBV_QPT_XRC_SEND ||
+	       qp->init.type == IBV_QPT_XRC_RECV;
+}
 
 static inline struct eng_swqe *eng_swqe_at(struct eng_qp *qp, uint32_t idx)
 {

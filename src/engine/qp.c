@@ -72,6 +72,11 @@ uint8_t eng_op_opcode(const struct eng_op_info *info, enum ibv_qp_type type, enu
 		return info->uc_opcode[pi];
 	case IBV_QPT_UD:
 		return pi == ENG_PI_ONLY ? info->ud_opcode : NOP;
+	case IBV_QPT_XRC_SEND:
+		/* IBA 9.2: XRC has every RC operation, at the RC opcode + 0xA0. */
+		return info->opcode[pi] == NOP ? NOP : (uint8_t)(info->opcode[pi] | ROCE_OP_XRC);
+	case IBV_QPT_XRC_RECV:
+		return NOP; /* no send queue */
 	default:
 		return info->opcode[pi];
 	}
@@ -167,7 +172,7 @@ static void flush_all(struct eng_qp *qp)
 	qp->req.offset = 0;
 	qp->req.rd_out = 0;
 	eng_resp_flush_held(qp, IBV_WC_WR_FLUSH_ERR);
-	if (!qp->init.srq) {
+	if (!qp->init.srq && qp->rq) {
 		const struct eng_rwqe *r;
 
 		while ((r = eng_rq_peek(qp->rq)) != NULL) {
@@ -219,10 +224,29 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 
 	if (!init || !env || !out || !env->mem_resolve)
 		return -EINVAL;
-	if (init->type != IBV_QPT_RC && init->type != IBV_QPT_UC && init->type != IBV_QPT_UD)
+	switch (init->type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		if (!init->send_cq || !init->recv_cq || init->max_send_wr == 0 || init->xrcd)
+			return -EINVAL;
+		break;
+	case IBV_QPT_XRC_SEND:
+		/* A send queue only: no receive queue, CQ or SRQ. */
+		if (!init->send_cq || init->recv_cq || init->srq || init->max_send_wr == 0 ||
+		    init->xrcd)
+			return -EINVAL;
+		break;
+	case IBV_QPT_XRC_RECV:
+		/* A responder only: its receives go to the XRC SRQs of its domain. */
+		if (init->send_cq || init->recv_cq || init->srq || init->max_send_wr ||
+		    !init->xrcd || !env->xsrq_lookup)
+			return -EINVAL;
+		break;
+	default:
 		return -EINVAL;
-	if (!init->send_cq || !init->recv_cq || init->max_send_wr == 0 ||
-	    init->max_send_wr > (1u << 20) || init->max_send_sge > ENG_MAX_SGE ||
+	}
+	if (init->max_send_wr > (1u << 20) || init->max_send_sge > ENG_MAX_SGE ||
 	    init->max_inline > ENG_MAX_INLINE || init->qpn > PSN_MASK)
 		return -EINVAL;
 	qp = calloc(1, sizeof(*qp));
@@ -331,7 +355,7 @@ void eng_qp_set_state(struct eng_qp *qp, enum ibv_qp_state state, uint64_t now_n
 		/* IBA 10.3.1: RESET empties the queues without completions. */
 		qp->state = IBV_QPS_RESET;
 		qp->sq_head = qp->sq_tail = 0;
-		if (!qp->init.srq)
+		if (!qp->init.srq && qp->rq)
 			eng_rq_clear(qp->rq);
 		eng_req_reset(qp);
 		eng_comp_reset(qp);
@@ -425,6 +449,10 @@ int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 		} else {
 			w->ah = 0;
 		}
+		/* XRC: the SRQ at the target, per message (ibv_post_send(3)); sent in the XRCETH
+		 * of every packet of it, and checked by the target. */
+		w->xrc_srqn =
+		    qp->init.type == IBV_QPT_XRC_SEND ? wr->qp_type.xrc.remote_srqn & PSN_MASK : 0;
 		qp->sq_tail++;
 	}
 	if (err)
@@ -438,9 +466,9 @@ int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
 {
 	int err;
 
-	if (qp->init.srq || qp->state == IBV_QPS_RESET) {
+	if (qp->init.srq || !qp->rq || qp->state == IBV_QPS_RESET) {
 		*bad = wr;
-		return -EINVAL;
+		return -EINVAL; /* SRQ, or XRC: no receive queue of its own */
 	}
 	if (qp->state == IBV_QPS_ERR) {
 		for (; wr; wr = wr->next) {
@@ -465,6 +493,22 @@ static bool receives_requests(const struct eng_qp *qp)
 	       qp->state == IBV_QPS_SQE;
 }
 
+/* The BTH transport of a QP type's packets (opcode bits 7..5). */
+static uint8_t qp_transport(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_UD:
+		return ROCE_TR_UD;
+	case IBV_QPT_UC:
+		return ROCE_TR_UC;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return ROCE_TR_XRC;
+	default:
+		return ROCE_TR_RC;
+	}
+}
+
 void eng_qp_input(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now_ns)
 {
 	eng_qp_input_net(qp, pkt, NULL, now_ns);
@@ -475,16 +519,24 @@ void eng_qp_input_net(struct eng_qp *qp, const struct roce_pkt *pkt, const uint8
 {
 	uint64_t old = eng_qp_deadline(qp);
 	const struct roce_opinfo *oi = roce_opinfo(pkt->bth.opcode);
-	uint8_t transport = qp->init.type == IBV_QPT_UD	  ? ROCE_TR_UD
-			    : qp->init.type == IBV_QPT_UC ? ROCE_TR_UC
-							  : ROCE_TR_RC;
+	enum ibv_qp_type type = qp->init.type;
+	uint8_t transport = qp_transport(type);
+	bool request;
 
 	/* The opcode's transport must be the QP's (rxe check_type_state). */
 	if (!oi || oi->transport != transport) {
 		ENG_INC(qp, drop_bad_opcode);
 		return;
 	}
-	if (transport != ROCE_TR_RC) {
+	/* XRC splits RC in two: an XRC_SEND QP takes only responses, an XRC_RECV QP only
+	 * requests (IBA 9.8.x). */
+	request = oi->kind == ROCE_KIND_SEND || oi->kind == ROCE_KIND_WRITE ||
+		  oi->kind == ROCE_KIND_READ_REQ || oi->kind == ROCE_KIND_ATOMIC;
+	if ((type == IBV_QPT_XRC_SEND && request) || (type == IBV_QPT_XRC_RECV && !request)) {
+		ENG_INC(qp, drop_bad_opcode);
+		return;
+	}
+	if (transport == ROCE_TR_UC || transport == ROCE_TR_UD) {
 		/* UC and UD opcodes are all requests: there are no responses to them. */
 		if (!receives_requests(qp)) {
 			ENG_INC(qp, drop_bad_state);

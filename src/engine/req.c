@@ -28,7 +28,7 @@ static bool may_send(struct eng_qp *qp, const struct eng_swqe *w)
 	const struct eng_op_info *info = &eng_ops[w->op];
 
 	/* UC and UD have no acknowledgements to wait for. */
-	if (qp->init.type == IBV_QPT_RC &&
+	if (eng_qp_reliable(qp) &&
 	    psn_cmp(qp->req.psn, psn_add(qp->comp.psn, ENG_MAX_UNACKED_PSNS)) >= 0)
 		return false;
 	if (qp->req.offset != 0 && !info->rd_atomic)
@@ -73,8 +73,10 @@ static void fill_bth(struct eng_qp *qp, const struct eng_swqe *w, struct roce_pk
 	out->bth.pkey = qp->attr.pkey;
 	out->bth.dqpn = qp->init.type == IBV_QPT_UD ? w->ud_qpn : qp->attr.dest_qpn;
 	out->bth.psn = qp->req.psn;
+	/* XRC: the target's SRQ, in every request packet (IBA 9.2, XRCETH). */
+	out->xrc_srqn = w->xrc_srqn;
 	/* UC and UD are never acknowledged: AckReq stays 0 (rxe, and its captures). */
-	if (qp->init.type != IBV_QPT_RC)
+	if (!eng_qp_reliable(qp))
 		return;
 	/* Spec 5.1 (rxe init_req_packet): AckReq on the last packet of every message, and on
 	 * the 66th packet in a row without it. */
@@ -101,7 +103,7 @@ static void advance(struct eng_qp *qp, struct eng_swqe *w, uint32_t npsn, uint32
 	} else {
 		qp->req.offset += nbytes;
 	}
-	if (qp->init.type != IBV_QPT_RC) {
+	if (!eng_qp_reliable(qp)) {
 		/* UC / UD: nothing is outstanding once it is out; a WQE completes when its last
 		 * packet is handed over (rxe completes unacknowledged QPs the same way). */
 		qp->comp.psn = qp->req.psn;
@@ -201,7 +203,7 @@ static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pk
 			w->last_psn = w->first_psn;
 		w->state = ENG_SWQE_ACTIVE;
 	}
-	fill_bth(qp, w, out, info->opcode[ENG_PI_ONLY], true);
+	fill_bth(qp, w, out, eng_op_opcode(info, qp->init.type, ENG_PI_ONLY), true);
 	if (w->op == ENG_OP_READ) {
 		/* A partly answered READ asks again for the rest only, from the PSN of the first
 		 * missing response (spec 5.5, 5.6). */

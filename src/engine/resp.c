@@ -42,25 +42,63 @@ void eng_resp_drop_data(struct eng_qp *qp)
 	qp->resp.q_tail = out;
 }
 
-static void complete_recv(struct eng_qp *qp, const struct eng_rwqe *w, enum ibv_wc_status status,
-			  enum ibv_wc_opcode opcode, uint32_t byte_len, bool solicited)
-{
-	struct ibv_wc wc = {0};
+/* Where the receive side of a request is: the QP's receive queue (or SRQ), receive CQ and PD;
+ * on an XRC target QP, the XRC SRQ its XRCETH names and that SRQ's CQ and PD (IBA 9.8.x). */
+struct rside {
+	struct eng_rq *rq;
+	struct eng_cq *cq;
+	uint32_t pd;
+};
 
-	wc.wr_id = w->wr_id;
-	wc.status = status;
-	wc.opcode = opcode;
-	wc.byte_len = byte_len;
-	wc.src_qp = qp->attr.dest_qpn;
-	eng_qp_complete(qp, qp->init.recv_cq, &wc, solicited);
+static bool is_xrc_tgt(const struct eng_qp *qp)
+{
+	return qp->init.type == IBV_QPT_XRC_RECV;
+}
+
+/* Fills *rs for a request naming XRC SRQ `srqn` (ignored but on XRC target QPs). Returns false
+ * if the QP is an XRC target and `srqn` is no XRC SRQ of its domain (an SRQ of another domain
+ * is refused like one that does not exist). */
+static bool rside_of(const struct eng_qp *qp, uint32_t srqn, struct rside *rs)
+{
+	struct eng_rq *rq;
+
+	if (!is_xrc_tgt(qp)) {
+		rs->rq = qp->rq;
+		rs->cq = qp->init.recv_cq;
+		rs->pd = qp->init.pd;
+		return true;
+	}
+	rq = qp->env.xsrq_lookup ? qp->env.xsrq_lookup(qp->env.ctx, srqn) : NULL;
+	if (!rq || !rq->xrcd || rq->xrcd != qp->init.xrcd || !rq->cq)
+		return false;
+	rs->rq = rq;
+	rs->cq = rq->cq;
+	rs->pd = rq->pd;
+	return true;
+}
+
+/* The response opcode: RC's, or XRC's on an XRC target QP (IBA 9.2). */
+static uint8_t resp_op(const struct eng_qp *qp, uint8_t rc_opcode)
+{
+	return is_xrc_tgt(qp) ? (uint8_t)(rc_opcode | ROCE_OP_XRC) : rc_opcode;
 }
 
 void eng_resp_flush_held(struct eng_qp *qp, enum ibv_wc_status status)
 {
+	struct ibv_wc wc = {0};
+	struct rside rs;
+
 	if (!qp->resp.have_wqe)
 		return;
 	qp->resp.have_wqe = false;
-	complete_recv(qp, &qp->resp.wqe, status, IBV_WC_RECV, 0, false);
+	/* XRC: the CQ of the SRQ the WQE came from, unless that SRQ is gone. */
+	if (!rside_of(qp, qp->resp.msg_srqn, &rs))
+		return;
+	wc.wr_id = qp->resp.wqe.wr_id;
+	wc.status = status;
+	wc.opcode = IBV_WC_RECV;
+	wc.src_qp = qp->attr.dest_qpn;
+	eng_qp_complete(qp, rs.cq, &wc, false);
 }
 
 /* ---- the output queue ---- */
@@ -150,13 +188,20 @@ static void fatal(struct eng_qp *qp, enum eng_err err, uint32_t psn, enum ibv_wc
 	enqueue_ack(qp, eng_nak_syndrome(err), psn);
 }
 
-/* Takes the oldest receive WQE into resp.wqe (an SRQ slot is free again at once). */
-static void take_wqe(struct eng_qp *qp)
+/* Takes the oldest receive WQE of `rq` into resp.wqe (an SRQ slot is free again at once);
+ * srqn: the XRC SRQ it is (0 if none). */
+static void take_wqe_from(struct eng_qp *qp, struct eng_rq *rq, uint32_t srqn)
 {
-	qp->resp.wqe = *eng_rq_peek(qp->rq);
-	eng_rq_pop(qp->rq);
+	qp->resp.wqe = *eng_rq_peek(rq);
+	eng_rq_pop(rq);
 	qp->resp.have_wqe = true;
 	qp->resp.offset = 0;
+	qp->resp.msg_srqn = srqn;
+}
+
+static void take_wqe(struct eng_qp *qp)
+{
+	take_wqe_from(qp, qp->rq, 0);
 }
 
 /* ---- duplicates (spec 5.6, IBA 9.7.5.1.3) ---- */
@@ -200,7 +245,7 @@ static void duplicate(struct eng_qp *qp, const struct roce_opinfo *oi, const str
 		r = find_res(qp, ENG_RES_READ, psn);
 		if (!r || pkt->reth.rkey != r->rkey || va < r->va || va > UINT64_MAX - len ||
 		    va + len > r->va + r->length ||
-		    (len && !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, r->rkey, true, va, len,
+		    (len && !qp->env.mem_resolve(qp->env.ctx, r->pd, r->rkey, true, va, len,
 						 IBV_ACCESS_REMOTE_READ, &err))) {
 			ENG_INC(qp, drop_dup_unmatched);
 			return;
@@ -214,6 +259,7 @@ static void duplicate(struct eng_qp *qp, const struct roce_opinfo *oi, const str
 		j->psn = psn;
 		j->va = va;
 		j->rkey = r->rkey;
+		j->pd = r->pd;
 		j->length = (uint32_t)len;
 		j->from_first = psn == r->first_psn;
 		ENG_INC(qp, dup_reads_replayed);
@@ -246,13 +292,14 @@ static void duplicate(struct eng_qp *qp, const struct roce_opinfo *oi, const str
 
 static uint64_t do_atomic(void *host, uint8_t opcode, uint64_t swap_add, uint64_t compare)
 {
+	bool cmp_swap = (opcode & ROCE_OP_MASK) == ROCE_RC_CMP_SWAP; /* RC or XRC */
 	uint64_t orig;
 
 	if (((uintptr_t)host & 7) == 0) {
 		/* Host-aligned: atomic against other CPUs touching the same memory. */
 		uint64_t *p = host;
 
-		if (opcode == ROCE_RC_CMP_SWAP) {
+		if (cmp_swap) {
 			orig = compare;
 			__atomic_compare_exchange_n(p, &orig, swap_add, false, __ATOMIC_SEQ_CST,
 						    __ATOMIC_SEQ_CST);
@@ -261,7 +308,7 @@ static uint64_t do_atomic(void *host, uint8_t opcode, uint64_t swap_add, uint64_
 		return __atomic_fetch_add(p, swap_add, __ATOMIC_SEQ_CST);
 	}
 	memcpy(&orig, host, 8);
-	if (opcode == ROCE_RC_CMP_SWAP) {
+	if (cmp_swap) {
 		if (orig == compare)
 			memcpy(host, &swap_add, 8);
 	} else {
@@ -343,11 +390,23 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 	uint64_t va = 0;
 	uint32_t rkey = 0;
 	int err = 0;
+	/* XRC: a message continues with the SRQ of its first packet. */
+	bool cont = qp->resp.in_send || qp->resp.in_write;
+	uint32_t srqn = cont ? qp->resp.msg_srqn : pkt->xrc_srqn;
+	struct rside rs;
 
 	/* -- validate -- */
 	if (!opseq_ok(qp, oi) || !op_enabled(qp, oi)) {
 		ENG_INC(qp, drop_bad_opcode);
 		fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	/* XRC: every request names an XRC SRQ of the target QP's domain; one that does not is a
+	 * remote access error (class C: NAK, the QP goes to ERR), as the XRC rxe patches and
+	 * hardware answer it. */
+	if (!rside_of(qp, pkt->xrc_srqn, &rs) || !rside_of(qp, srqn, &rs)) {
+		ENG_INC(qp, drop_xrc_srq);
+		fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 		return;
 	}
 	if ((wants_ack && !ack_room(qp)) ||
@@ -356,7 +415,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 		return;
 	}
 	if (needs_rwqe) {
-		rw = eng_rq_peek(qp->rq);
+		rw = eng_rq_peek(rs.rq);
 		if (!rw) {
 			/* No receive WQE: RNR NAK, packet dropped, QP unchanged (spec 5.4). */
 			if (!q_room(qp)) {
@@ -382,15 +441,15 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			/* Receive buffer too small: Invalid Request, LOC_LEN_ERR (spec 5.4). */
 			ENG_INC(qp, drop_bad_length);
 			if (first)
-				take_wqe(qp);
+				take_wqe_from(qp, rs.rq, srqn);
 			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
 			return;
 		}
-		niov =
-		    eng_sge_resolve(qp, w->sge, w->num_sge, off, len, IBV_ACCESS_LOCAL_WRITE, iov);
+		niov = eng_sge_resolve_env(&qp->env, rs.pd, w->sge, w->num_sge, off, len,
+					   IBV_ACCESS_LOCAL_WRITE, iov);
 		if (niov < 0) {
 			if (first)
-				take_wqe(qp);
+				take_wqe_from(qp, rs.rq, srqn);
 			fatal(qp, ENG_ERR_REMOTE_OP, psn, IBV_WC_LOC_PROT_ERR);
 			return;
 		}
@@ -409,7 +468,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			/* The whole message's range is checked before its first byte lands. A
 			 * zero-length WRITE need not carry a valid key (spec 3). */
 			if (pkt->reth.dma_len &&
-			    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va,
+			    !qp->env.mem_resolve(qp->env.ctx, rs.pd, rkey, true, va,
 						 pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
 						 &err)) {
 				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
@@ -425,7 +484,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			}
 		}
 		if (len) {
-			host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va, len,
+			host = qp->env.mem_resolve(qp->env.ctx, rs.pd, rkey, true, va, len,
 						   IBV_ACCESS_REMOTE_WRITE, &err);
 			if (!host) {
 				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
@@ -440,9 +499,8 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			return;
 		}
 		if (pkt->reth.dma_len &&
-		    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, pkt->reth.rkey, true,
-					 pkt->reth.va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ,
-					 &err)) {
+		    !qp->env.mem_resolve(qp->env.ctx, rs.pd, pkt->reth.rkey, true, pkt->reth.va,
+					 pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ, &err)) {
 			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 			return;
 		}
@@ -453,7 +511,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_SUCCESS);
 			return;
 		}
-		host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, pkt->atomic.rkey, true,
+		host = qp->env.mem_resolve(qp->env.ctx, rs.pd, pkt->atomic.rkey, true,
 					   pkt->atomic.va, 8, IBV_ACCESS_REMOTE_ATOMIC, &err);
 		if (!host) {
 			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
@@ -473,7 +531,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 		struct ibv_wc wc = {0};
 
 		if (first)
-			take_wqe(qp);
+			take_wqe_from(qp, rs.rq, srqn);
 		for (int i = 0; i < niov; i++) {
 			memcpy(iov[i].ptr, src, iov[i].len);
 			src += iov[i].len;
@@ -498,22 +556,23 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			/* SEND with Invalidate (IBA 10.6.6.2): an R_Key that cannot be invalidated
 			 * fails the receive, without a NAK (spec 5.4 class J). */
 			int r = qp->env.mem_invalidate
-				    ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd, pkt->ieth)
+				    ? qp->env.mem_invalidate(qp->env.ctx, rs.pd, pkt->ieth)
 				    : -EINVAL;
 			if (r) {
 				wc.status = IBV_WC_REM_INV_REQ_ERR;
-				eng_qp_complete(qp, qp->init.recv_cq, &wc, true);
+				eng_qp_complete(qp, rs.cq, &wc, true);
 				eng_qp_to_err(qp, IBV_EVENT_QP_REQ_ERR, true);
 				return;
 			}
 			wc.invalidated_rkey = pkt->ieth;
 			wc.wc_flags |= IBV_WC_WITH_INV;
 		}
-		eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+		eng_qp_complete(qp, rs.cq, &wc, pkt->bth.se);
 		break;
 	}
 	case ROCE_KIND_WRITE:
 		if (first) {
+			qp->resp.msg_srqn = srqn;
 			qp->resp.rkey = rkey;
 			qp->resp.length = pkt->reth.dma_len;
 			qp->resp.resid = pkt->reth.dma_len;
@@ -539,8 +598,8 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			wc.src_qp = qp->attr.dest_qpn;
 			wc.wc_flags = IBV_WC_WITH_IMM;
 			memcpy(&wc.imm_data, pkt->imm, 4);
-			eng_rq_pop(qp->rq);
-			eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+			eng_rq_pop(rs.rq);
+			eng_qp_complete(qp, rs.cq, &wc, pkt->bth.se);
 		}
 		break;
 	case ROCE_KIND_READ_REQ: {
@@ -553,6 +612,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 		r->last_psn = psn_add(psn, n - 1);
 		r->va = pkt->reth.va;
 		r->rkey = pkt->reth.rkey;
+		r->pd = rs.pd;
 		r->length = pkt->reth.dma_len;
 		/* MSN counts a READ when it is accepted (IBA C9-148). */
 		qp->resp.msn = psn_add(qp->resp.msn, 1);
@@ -561,6 +621,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 		j->psn = psn;
 		j->va = r->va;
 		j->rkey = r->rkey;
+		j->pd = r->pd;
 		j->length = r->length;
 		j->from_first = true;
 		qp->resp.psn = psn_add(psn, n);
@@ -574,6 +635,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 		r->first_psn = r->last_psn = psn;
 		r->va = pkt->atomic.va;
 		r->rkey = pkt->atomic.rkey;
+		r->pd = rs.pd;
 		r->length = 8;
 		r->orig =
 		    do_atomic(host, pkt->bth.opcode, pkt->atomic.swap_add, pkt->atomic.compare);
@@ -641,8 +703,8 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 	if (n) {
 		int err = 0;
 		const void *src =
-		    qp->env.mem_resolve(qp->env.ctx, qp->init.pd, j->rkey, true, j->va + j->offset,
-					n, IBV_ACCESS_REMOTE_READ, &err);
+		    qp->env.mem_resolve(qp->env.ctx, j->pd, j->rkey, true, j->va + j->offset, n,
+					IBV_ACCESS_REMOTE_READ, &err);
 
 		if (!src) {
 			/* The region went away while the response was being sent: nothing
@@ -653,7 +715,7 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 		}
 		memcpy(buf, src, n);
 	}
-	out->bth.opcode = opcodes[pi];
+	out->bth.opcode = resp_op(qp, opcodes[pi]);
 	out->bth.psn = j->psn;
 	if (pi != ENG_PI_MIDDLE) {
 		out->aeth.syndrome = SYND_ACK;
@@ -677,14 +739,14 @@ int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf)
 		out->bth.dqpn = qp->attr.dest_qpn;
 		switch (j->type) {
 		case ENG_JOB_ACK:
-			out->bth.opcode = ROCE_RC_ACK;
+			out->bth.opcode = resp_op(qp, ROCE_RC_ACK);
 			out->bth.psn = j->psn;
 			out->aeth.syndrome = j->syndrome;
 			out->aeth.msn = j->msn;
 			qp->resp.q_head++;
 			return 1;
 		case ENG_JOB_ATOMIC_ACK:
-			out->bth.opcode = ROCE_RC_ATOMIC_ACK;
+			out->bth.opcode = resp_op(qp, ROCE_RC_ATOMIC_ACK);
 			out->bth.psn = j->psn;
 			out->aeth.syndrome = SYND_ACK;
 			out->aeth.msn = j->msn;

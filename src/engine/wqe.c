@@ -157,6 +157,10 @@ int eng_queues_init(const struct eng_qp_init *init, struct eng_swqe **sq, uint32
 		*rq = init->srq;
 		return 0;
 	}
+	if (init->type == IBV_QPT_XRC_SEND || init->type == IBV_QPT_XRC_RECV) {
+		*rq = NULL; /* XRC: no receive queue of its own (the SRQ comes per request) */
+		return 0;
+	}
 	int err = eng_rq_init(own_rq, init->max_recv_wr ? init->max_recv_wr : 1, init->max_recv_sge,
 			      false);
 	if (err) {

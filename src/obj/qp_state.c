@@ -5,7 +5,8 @@
 
 #include <errno.h>
 
-enum { T_RC, T_UC, T_UD, T__COUNT };
+/* XRC_INI = IBV_QPT_XRC_SEND, XRC_TGT = IBV_QPT_XRC_RECV (the kernel's names). */
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T__COUNT };
 
 struct qp_transition {
 	bool valid;
@@ -18,7 +19,10 @@ struct qp_transition {
 	 IBV_QP_MIN_RNR_TIMER)
 #define RTS_OPT_UC                                                                                 \
 	(IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
-#define UD_OPT (IBV_QP_CUR_STATE | IBV_QP_QKEY)
+#define UD_OPT	   (IBV_QP_CUR_STATE | IBV_QP_QKEY)
+#define RTS_OPT_XT (RTS_OPT_UC | IBV_QP_MIN_RNR_TIMER)
+#define INIT_REQ   (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+#define RTR_OPT	   (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX)
 
 static const struct qp_transition transitions[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] =
     {
@@ -30,7 +34,9 @@ static const struct qp_transition transitions[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] 
 					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
 					  [T_UC] =
 					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-					  [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
+					  [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+					  [T_XI] = INIT_REQ,
+					  [T_XT] = INIT_REQ}},
 	    },
 	[IBV_QPS_INIT] =
 	    {
@@ -39,16 +45,24 @@ static const struct qp_transition transitions[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] 
 					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
 					  [T_UC] =
 					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-					  [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY}},
+					  [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+					  [T_XI] = INIT_REQ,
+					  [T_XT] = INIT_REQ}},
 		[IBV_QPS_RTR] =
 		    {.valid = true,
 		     .req =
 			 {[T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-			  [T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN},
+			  [T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+			  /* The initiator has no responder: no IRD, no RNR timer. */
+			  [T_XI] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+			  [T_XT] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER},
 		     .opt = {[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
 			     [T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-			     [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY}},
+			     [T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+			     [T_XI] = RTR_OPT,
+			     [T_XT] = RTR_OPT}},
 	    },
 	[IBV_QPS_RTR] =
 	    {
@@ -57,25 +71,44 @@ static const struct qp_transition transitions[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] 
 						  IBV_QP_RNR_RETRY |
 						  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
 					 [T_UC] = IBV_QP_SQ_PSN,
-					 [T_UD] = IBV_QP_SQ_PSN},
+					 [T_UD] = IBV_QP_SQ_PSN,
+					 [T_XI] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						  IBV_QP_RNR_RETRY |
+						  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+					 /* The target has no requester: no retries, no ORD. */
+					 [T_XT] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN},
 				 .opt =
-				     {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
+				     {[T_RC] = RTS_OPT_RC,
+				      [T_UC] = RTS_OPT_UC,
+				      [T_UD] = UD_OPT,
+				      [T_XI] = RTS_OPT_UC,
+				      [T_XT] = RTS_OPT_XT}},
 	    },
 	[IBV_QPS_RTS] =
 	    {
-		[IBV_QPS_RTS] =
-		    {.valid = true,
-		     .opt = {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
+		[IBV_QPS_RTS] = {.valid = true,
+				 .opt =
+				     {[T_RC] = RTS_OPT_RC,
+				      [T_UC] = RTS_OPT_UC,
+				      [T_UD] = UD_OPT,
+				      [T_XI] = RTS_OPT_UC,
+				      [T_XT] = RTS_OPT_XT}},
 		[IBV_QPS_SQD] = {.valid = true,
 				 .opt = {[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 					 [T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-					 [T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY}},
+					 [T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+					 [T_XI] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+					 [T_XT] = IBV_QP_EN_SQD_ASYNC_NOTIFY}},
 	    },
 	[IBV_QPS_SQD] =
 	    {
-		[IBV_QPS_RTS] =
-		    {.valid = true,
-		     .opt = {[T_RC] = RTS_OPT_RC, [T_UC] = RTS_OPT_UC, [T_UD] = UD_OPT}},
+		[IBV_QPS_RTS] = {.valid = true,
+				 .opt =
+				     {[T_RC] = RTS_OPT_RC,
+				      [T_UC] = RTS_OPT_UC,
+				      [T_UD] = UD_OPT,
+				      [T_XI] = RTS_OPT_UC,
+				      [T_XT] = RTS_OPT_XT}},
 		[IBV_QPS_SQD] = {.valid = true,
 				 .opt = {[T_RC] =
 					     IBV_QP_PKEY_INDEX | IBV_QP_ALT_PATH |
@@ -125,6 +158,12 @@ int obj_qp_check_modify(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_q
 		break;
 	case IBV_QPT_UD:
 		t = T_UD;
+		break;
+	case IBV_QPT_XRC_SEND:
+		t = T_XI;
+		break;
+	case IBV_QPT_XRC_RECV:
+		t = T_XT;
 		break;
 	default:
 		return -EINVAL;

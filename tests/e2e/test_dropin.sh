@@ -4,8 +4,9 @@
 # and perftest without -R (ib_{send,write,read,atomic}_{lat,bw}), server and client on
 # loopback over roce_lo and iwarp_lo. Each run must exit 0 and print sane figures (numbers,
 # not zero); over iWARP, where the protocol has no atomics, ib_atomic_* must fail cleanly
-# (non-zero exit, no crash, no hang), as they do on siw. Skips (77) if the Debian packages
-# are missing. In a sanitizer build the library runs under ASan (preloaded).
+# (non-zero exit, no crash, no hang), as they do on siw. ibv_xsrq_pingpong (XRC) runs over
+# roce_lo and fails cleanly over iwarp_lo (no XRC on iWARP, as siw). Skips (77) if the Debian
+# packages are missing. In a sanitizer build the library runs under ASan (preloaded).
 set -u
 build=${1:?build directory}
 for p in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong ib_send_lat ib_write_bw; do
@@ -79,6 +80,8 @@ bw_ok='/#bytes/ {h=1; next} h && NF >= 4 && $1 ~ /^[0-9]+$/ { if (SHOW) print $1
 # -a: a row per size, 2 B .. 8 MiB; every row's message rate > 0 (small sizes round to 0.00 MB/s).
 all_ok='/#bytes/ {h=1; next} h && $1 ~ /^[0-9]+$/ { rows++; if ($5 + 0 <= 0) zero++; last = $1 " B: " $4 " MB/s" } END { if (SHOW) print rows " sizes, up to " last; exit !(rows >= 20 && !zero) }'
 pp_ok='/iters in/ { if (SHOW) print $0; ok = ($(NF-1) + 0 > 0) } END {exit !ok}'
+# ibv_xsrq_pingpong prints both ends' QPNs and XRC SRQ numbers, then "success".
+xs_ok='/^ *remote: .*QPN RECV [0-9a-f]+ SEND [0-9a-f]+, .*SRQN [0-9a-f]+/ { r = $0 } /^success$/ { s = 1 } END { if (SHOW) print "success, " substr(r, index(r, "QPN")); exit !(r != "" && s) }'
 
 # ibverbs-utils: the device list and attributes.
 out=$("${run[@]}" ibv_devices 2>&1) || bad "ibv_devices failed"
@@ -127,5 +130,11 @@ for t in send write; do
 	pair "ib_${t}_lat -c UC roce_lo" "$lat_ok" ok "ib_${t}_lat" -d roce_lo -x 0 -n 200 -c UC
 	pair "ib_${t}_bw -c UC roce_lo" "$bw_ok" ok "ib_${t}_bw" -d roce_lo -x 0 -n 200 -c UC
 done
+# XRC: XRC_SEND / XRC_RECV QPs and an XRC SRQ per side, on roce_lo only (siw has no XRC).
+if command -v ibv_xsrq_pingpong >/dev/null; then
+	pair "ibv_xsrq_pingpong roce_lo" "$xs_ok" ok ibv_xsrq_pingpong -d roce_lo -g 0 -n 100
+	pair "ibv_xsrq_pingpong roce_lo 64 KiB -e (events)" "$xs_ok" ok ibv_xsrq_pingpong -d roce_lo -g 0 -n 50 -s 65536 -m 1024 -e
+	pair "ibv_xsrq_pingpong iwarp_lo" "" fail ibv_xsrq_pingpong -d iwarp_lo -g 0 -n 10
+fi
 echo "$runs program pairs, $fail failed, $retried passed on a second attempt"
 [ $fail -eq 0 ]

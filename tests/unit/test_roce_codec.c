@@ -58,6 +58,7 @@ static void test_opcode_table(void)
 	for (unsigned op = 0; op < 256; op++) {
 		const struct roce_opinfo *oi = roce_opinfo((uint8_t)op);
 		const struct op_expect *e = NULL;
+		struct op_expect xrc;
 		uint8_t tr = 0xFF;
 
 		for (size_t i = 0; i < sizeof(rc_expect) / sizeof(rc_expect[0]); i++) {
@@ -69,6 +70,16 @@ static void test_opcode_table(void)
 			if (rc_expect[i].op <= 0x0B && rc_expect[i].op + 0x20u == op) {
 				e = &rc_expect[i];
 				tr = ROCE_TR_UC;
+			}
+			/* XRC = RC + 0xA0; requests carry the 4-byte XRCETH (IBA 9.2). */
+			if (rc_expect[i].op + 0xA0u == op) {
+				xrc = rc_expect[i];
+				xrc.op = (uint8_t)op;
+				if (xrc.kind == ROCE_KIND_SEND || xrc.kind == ROCE_KIND_WRITE ||
+				    xrc.kind == ROCE_KIND_READ_REQ || xrc.kind == ROCE_KIND_ATOMIC)
+					xrc.ext_len += ROCE_XRCETH_LEN;
+				e = &xrc;
+				tr = ROCE_TR_XRC;
 			}
 		}
 		static const struct op_expect ud0 = {0x64, 8, true, O_, ROCE_KIND_SEND};
@@ -100,14 +111,20 @@ static void test_opcode_table(void)
 		CHECK_EQ(oi->imm, (oi->hdrs & ROCE_HDR_IMMDT) != 0);
 		CHECK_EQ(oi->inv, (oi->hdrs & ROCE_HDR_IETH) != 0);
 		CHECK(oi->name != NULL && strncmp(oi->name,
-						  tr == ROCE_TR_RC   ? "RC "
-						  : tr == ROCE_TR_UC ? "UC "
-						  : tr == ROCE_TR_UD ? "UD "
-								     : "CNP",
+						  tr == ROCE_TR_RC    ? "RC "
+						  : tr == ROCE_TR_UC  ? "UC "
+						  : tr == ROCE_TR_UD  ? "UD "
+						  : tr == ROCE_TR_XRC ? "XRC"
+								      : "CNP",
 						  3) == 0);
+		/* The XRCETH exactly on XRC requests. */
+		CHECK_EQ((oi->hdrs & ROCE_HDR_XRCETH) != 0,
+			 tr == ROCE_TR_XRC && e->ext_len >= ROCE_XRCETH_LEN &&
+			     oi->kind != ROCE_KIND_READ_RESP && oi->kind != ROCE_KIND_ACK &&
+			     oi->kind != ROCE_KIND_ATOMIC_ACK);
 	}
-	/* 23 RC + 12 UC + 2 UD + CNP. */
-	CHECK_EQ(known, 38);
+	/* 23 RC + 12 UC + 2 UD + CNP + 23 XRC. */
+	CHECK_EQ(known, 61);
 	/* Spot checks of header sets (spec 2.8). */
 	CHECK_EQ(roce_opinfo(ROCE_RC_WRITE_ONLY_IMM)->hdrs, ROCE_HDR_RETH | ROCE_HDR_IMMDT);
 	CHECK_EQ(roce_opinfo(ROCE_RC_ATOMIC_ACK)->hdrs, ROCE_HDR_AETH | ROCE_HDR_ATOMICACKETH);
@@ -117,6 +134,41 @@ static void test_opcode_table(void)
 	CHECK_EQ(roce_opinfo(ROCE_UC_WRITE_ONLY_IMM)->hdrs, ROCE_HDR_RETH | ROCE_HDR_IMMDT);
 	CHECK(strcmp(roce_opinfo(ROCE_RC_SEND_ONLY)->name, "RC Send Only") == 0);
 	CHECK(strcmp(roce_opinfo(ROCE_UD_SEND_ONLY_IMM)->name, "UD Send Only Immediate") == 0);
+	CHECK_EQ(roce_opinfo(0xAB)->hdrs, ROCE_HDR_XRCETH | ROCE_HDR_RETH | ROCE_HDR_IMMDT);
+	CHECK_EQ(roce_opinfo(ROCE_XRC_ACK)->hdrs, ROCE_HDR_AETH);
+	CHECK(strcmp(roce_opinfo(ROCE_XRC_SEND_ONLY)->name, "XRC Send Only") == 0);
+
+	/* The XRCETH's bytes (IBA 9.3: 8 reserved bits, then the 24-bit XRC SRQ number), right
+	 * after the BTH and before the RETH, in an XRC RDMA WRITE ONLY. */
+	{
+		static const uint8_t data[4] = {1, 2, 3, 4};
+		uint8_t buf[128];
+		struct roce_pkt p = {0}, q;
+		size_t n;
+
+		p.bth.opcode = ROCE_OP_XRC | ROCE_RC_WRITE_ONLY;
+		p.bth.dqpn = 0x010203;
+		p.xrc_srqn = 0xABCDEF;
+		p.reth.va = 0x1122334455667788ull;
+		p.reth.rkey = 0x99AABBCC;
+		p.reth.dma_len = 4;
+		p.payload = data;
+		p.payload_len = 4;
+		n = roce_build(&p, buf, sizeof(buf));
+		CHECK_EQ(n, 12 + 4 + 16 + 4 + ROCE_ICRC_LEN);
+		CHECK_EQ(buf[0], 0xAA);
+		static const uint8_t xrceth_reth[8] = {0x00, 0xAB, 0xCD, 0xEF,
+						       0x11, 0x22, 0x33, 0x44};
+		CHECK_MEM(buf + 12, xrceth_reth, 8);
+		buf[12] = 0xFF; /* reserved: ignored on receive */
+		REQUIRE(roce_parse(buf, n, &q) == ROCE_ERR_NONE);
+		CHECK_EQ(q.xrc_srqn, 0xABCDEF);
+		CHECK_EQ(q.reth.rkey, 0x99AABBCC);
+		CHECK_EQ(q.payload_len, 4);
+		CHECK_MEM(q.payload, data, 4);
+		/* Cut inside the XRCETH: truncated. */
+		CHECK_EQ(roce_parse(buf, 14 + ROCE_ICRC_LEN, &q), ROCE_ERR_TRUNCATED);
+	}
 }
 
 /* ---- captures ---- */
@@ -515,6 +567,8 @@ static void random_pkt(uint8_t op, struct roce_pkt *p, uint8_t *payload)
 		p->deth.qkey = (uint32_t)rnd();
 		p->deth.src_qpn = (uint32_t)rnd() & 0xFFFFFF;
 	}
+	if (oi->hdrs & ROCE_HDR_XRCETH)
+		p->xrc_srqn = (uint32_t)rnd() & 0xFFFFFF;
 	if (oi->payload) {
 		p->payload_len = (uint32_t)(rnd() % 4097);
 		for (uint32_t i = 0; i < p->payload_len; i++)
@@ -539,7 +593,8 @@ static bool same_pkt(const struct roce_pkt *a, const struct roce_pkt *b)
 	       a->atomic.swap_add == b->atomic.swap_add && a->atomic.compare == b->atomic.compare &&
 	       a->atomic_orig == b->atomic_orig && memcmp(a->imm, b->imm, 4) == 0 &&
 	       a->ieth == b->ieth && a->deth.qkey == b->deth.qkey &&
-	       a->deth.src_qpn == b->deth.src_qpn && a->payload_len == b->payload_len &&
+	       a->deth.src_qpn == b->deth.src_qpn && a->xrc_srqn == b->xrc_srqn &&
+	       a->payload_len == b->payload_len &&
 	       (a->payload_len == 0 || memcmp(a->payload, b->payload, a->payload_len) == 0);
 }
 
@@ -571,7 +626,7 @@ static void test_round_trip(void)
 	}
 	fprintf(stderr, "round trips: %d, bad %d\n", trips, bad);
 	CHECK_EQ(bad, 0);
-	CHECK_EQ(trips, 38 * 20);
+	CHECK_EQ(trips, 61 * 20); /* RC 23, UC 12, UD 2, CNP 1, XRC 23 (RC + 0xA0) */
 }
 
 /* ---- malformed input and build limits ---- */
@@ -591,7 +646,7 @@ static void test_malformed(void)
 		CHECK_EQ(roce_parse(buf, 100, &q), ROCE_ERR_UNKNOWN_OPCODE);
 		unknown++;
 	}
-	CHECK_EQ(unknown, 256 - 38);
+	CHECK_EQ(unknown, 256 - 61);
 	CHECK_EQ(roce_parse(buf, 0, &q), ROCE_ERR_TRUNCATED);
 
 	/* TVer 1..15 */

@@ -115,6 +115,11 @@ static int parse_ext(struct rcur *c, uint16_t hdrs, struct roce_pkt *out)
 		err |= get_u8(c, &rsvd);
 		err |= get_be24(c, &out->deth.src_qpn);
 	}
+	if (hdrs & ROCE_HDR_XRCETH) {
+		/* 8 reserved bits, then the 24-bit XRC SRQ number. */
+		err |= get_u8(c, &rsvd);
+		err |= get_be24(c, &out->xrc_srqn);
+	}
 	if (hdrs & ROCE_HDR_RETH) {
 		err |= get_be64(c, &out->reth.va);
 		err |= get_be32(c, &out->reth.rkey);
@@ -228,6 +233,10 @@ size_t roce_build_hdrs(const struct roce_pkt *p, uint8_t *buf, size_t cap)
 		w = put_be(w, 4, p->deth.qkey);
 		*w++ = 0;
 		w = put_be(w, 3, p->deth.src_qpn & 0xFFFFFF);
+	}
+	if (oi->hdrs & ROCE_HDR_XRCETH) {
+		*w++ = 0;
+		w = put_be(w, 3, p->xrc_srqn & 0xFFFFFF);
 	}
 	if (oi->hdrs & ROCE_HDR_RETH) {
 		w = put_be(w, 8, p->reth.va);

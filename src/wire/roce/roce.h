@@ -21,13 +21,15 @@
 #define ROCE_IMMDT_LEN	      4
 #define ROCE_IETH_LEN	      4
 #define ROCE_DETH_LEN	      8
+#define ROCE_XRCETH_LEN	      4
 #define ROCE_ICRC_LEN	      4
 #define ROCE_MAX_HDR_LEN      80 /* rxe RXE_MAX_HDR_LENGTH: worst case BTH..ext headers */
 #define ROCE_DEFAULT_PKEY     0xFFFF
 #define ROCE_GSI_QKEY	      0x80010000u
 
 /* BTH opcodes (IBTA 9.2, table "OpCode field"; values from ib_pack.h). UC = RC + 0x20 for
- * SEND and WRITE, UD SEND ONLY = 0x64/0x65, CNP = 0x81. */
+ * SEND and WRITE, UD SEND ONLY = 0x64/0x65, CNP = 0x81. XRC (IBA 9.2, transport bits 101) =
+ * every RC opcode + 0xA0 (ROCE_OP_XRC): 0xA0..0xB4, 0xB6, 0xB7. */
 enum roce_opcode {
 	ROCE_RC_SEND_FIRST = 0x00,
 	ROCE_RC_SEND_MIDDLE = 0x01,
@@ -67,10 +69,16 @@ enum roce_opcode {
 	ROCE_UD_SEND_ONLY = 0x64,
 	ROCE_UD_SEND_ONLY_IMM = 0x65,
 	ROCE_CNP = 0x81,
+	ROCE_OP_XRC = 0xA0, /* XRC opcode = RC opcode | ROCE_OP_XRC */
+	ROCE_XRC_SEND_ONLY = 0xA4,
+	ROCE_XRC_ACK = 0xB1,
 };
+/* The operation bits of an opcode (the same in RC, UC and XRC: IBA 9.2). */
+#define ROCE_OP_MASK 0x1F
 
 /* Which extended headers an opcode carries (bit set), in wire order after the BTH:
- * DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (spec 2.8). */
+ * DETH, XRCETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (spec 2.8; IBA 9.2: the
+ * XRCETH follows the BTH (and RDETH / DETH, which XRC never has) in every XRC request). */
 enum roce_hdr_bits {
 	ROCE_HDR_DETH = 1u << 0,
 	ROCE_HDR_RETH = 1u << 1,
@@ -79,6 +87,7 @@ enum roce_hdr_bits {
 	ROCE_HDR_ATOMICACKETH = 1u << 4,
 	ROCE_HDR_IMMDT = 1u << 5,
 	ROCE_HDR_IETH = 1u << 6,
+	ROCE_HDR_XRCETH = 1u << 7,
 };
 
 /* Position of a packet within its message. ONLY = FIRST | LAST. */
@@ -108,6 +117,7 @@ enum roce_transport {
 	ROCE_TR_RD = 2,
 	ROCE_TR_UD = 3,
 	ROCE_TR_CNP = 4,
+	ROCE_TR_XRC = 5, /* opcode bits 7..5 = 101 */
 };
 
 /* One row of the opcode table: protocol facts about one BTH opcode. */
@@ -191,6 +201,7 @@ struct roce_pkt {
 	uint8_t imm[4];	      /* ImmDt, wire bytes */
 	uint32_t ieth;	      /* R_Key to invalidate */
 	struct roce_deth deth;
+	uint32_t xrc_srqn; /* XRCETH: the XRC SRQ the request is for (24 bits; IBA 9.3.x) */
 	const uint8_t *payload;
 	uint32_t payload_len;
 };
