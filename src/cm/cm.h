@@ -94,8 +94,9 @@
  * its service ID (REJ 8 / SIDR status 1).
  *
  * ---- Not here ----
- * Multicast (mckey), ECE, rsockets: the shim (abi/rdmacm.c) fails them with ENOSYS. XRC
- * (rdma_xserver): no XRC. SIDR to a PS_IB listener (the kernel's PS_IB takes both kinds).
+ * Multicast (mckey), ECE, rsockets: the shim (abi/rdmacm.c) fails them with ENOSYS. SIDR to a
+ * PS_IB listener (the kernel's PS_IB takes both kinds). XRC ids (RoCE: cm_qp.c) are connected
+ * as RC ones with the REQ's transport XRC (ext. type 1), as the kernel's CM sends it.
  *
  * Lock order: the CM lock, then a context's core lock (verbs calls); never the reverse. */
 #ifndef SOFTRDMA_CM_H
@@ -210,6 +211,7 @@ struct cm_dev {
 	struct ibv_device *ibdev;
 	struct ibv_context *ctx; /* opened once, never closed */
 	struct ibv_pd *pd;	 /* the default PD, at the first need */
+	struct ibv_xrcd *xrcd;	 /* RoCE: librdmacm's per-device XRC domain, at the first need */
 	bool iwarp;
 	struct ibv_device_attr attr;
 	enum ibv_mtu mtu; /* the port's active MTU */

@@ -158,6 +158,9 @@ int sr_rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct
 	if (!id)
 		return fail(ENOMEM);
 	struct rdma_cm_id *rid = &id->id;
+	/* librdmacm rdma_create_id2: the id takes the address's QP type (XRC). */
+	if (res->ai_qp_type == IBV_QPT_XRC_SEND || res->ai_qp_type == IBV_QPT_XRC_RECV)
+		rid->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 	int ret;
 	if (res->ai_flags & RAI_PASSIVE) {
 		ret = sr_rdma_bind_addr(rid, res->ai_src_addr);
@@ -243,6 +246,8 @@ int sr_rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 	}
 	if (lis->ep_attr) {
 		struct ibv_qp_init_attr attr = *lis->ep_attr;
+		if (attr.qp_type == IBV_QPT_XRC_RECV)
+			event->id->qp_type = attr.qp_type;
 		ret = sr_rdma_create_qp(event->id, listen->pd, &attr);
 		if (ret)
 			goto err;

@@ -2,11 +2,15 @@
  * the QP on id->verbs (the id's default PD when none is given; completion queues and channels
  * of its own when the attributes name none, with the id as their context) and moves it to INIT
  * with rdma_init_qp_attr's attributes; the CM moves it on at connect / accept. A UD id's QP
- * (UD, RoCE only) goes on to RTR and RTS at once, as librdmacm's ucma_init_ud_qp does. */
+ * (UD, RoCE only) goes on to RTR and RTS at once, as librdmacm's ucma_init_ud_qp does. XRC
+ * (RoCE only, rdma_xserver / rdma_xclient -c x): an XRC_RECV QP and an XRC SRQ take the device's
+ * XRC domain, opened once per device as librdmacm's ucma_get_xrcd does; the SRQ completes on
+ * the id's receive CQ. */
 #define _GNU_SOURCE
 #include "cm/cm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +18,22 @@ static int fail(int err)
 {
 	errno = err;
 	return -1;
+}
+
+/* librdmacm ucma_get_xrcd: one XRC domain per device, never closed. Under no lock. */
+static struct ibv_xrcd *dev_xrcd(struct cm_id *id)
+{
+	cm_lock();
+	struct ibv_xrcd *x = id->dev ? id->dev->xrcd : NULL;
+	if (id->dev && !x) {
+		struct ibv_xrcd_init_attr a = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+							    IBV_XRCD_INIT_ATTR_OFLAGS,
+					       .fd = -1,
+					       .oflags = O_CREAT};
+		x = id->dev->xrcd = ibv_open_xrcd(id->id.verbs, &a);
+	}
+	cm_unlock();
+	return x;
 }
 
 static void destroy_cqs(struct rdma_cm_id *id)
@@ -94,16 +114,24 @@ int sr_rdma_create_qp_ex(struct rdma_cm_id *rid, struct ibv_qp_init_attr_ex *att
 	}
 	if (!attr->pd)
 		return fail(EINVAL);
-	/* softrdma's QPs take the basic attributes only (ibv_create_qp). */
-	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
-		return fail(EOPNOTSUPP);
 	bool ud = cm_is_ud(id);
-	if (ud && id->tr == CM_TR_IWARP)
+	bool xrc = attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV;
+	if ((ud || xrc) && id->tr == CM_TR_IWARP)
 		return fail(EOPNOTSUPP); /* siw_create_qp: RC QPs only */
 	if (ud && attr->qp_type != IBV_QPT_UD)
 		return fail(EINVAL); /* librdmacm: a UD id's QP state steps fail on others */
-	if (!ud && attr->qp_type != IBV_QPT_RC)
+	if (!ud && attr->qp_type != IBV_QPT_RC && !xrc)
 		return fail(EOPNOTSUPP);
+	/* softrdma's QPs take the basic attributes only, and XRC's domain. */
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD))
+		return fail(EOPNOTSUPP);
+	if (attr->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		attr->xrcd = dev_xrcd(id);
+		if (!attr->xrcd)
+			return fail(errno ? errno : ENOMEM);
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
 	if ((rid->recv_cq && attr->recv_cq && rid->recv_cq != attr->recv_cq) ||
 	    (rid->send_cq && attr->send_cq && rid->send_cq != attr->send_cq))
 		return fail(EINVAL);
@@ -117,7 +145,23 @@ int sr_rdma_create_qp_ex(struct rdma_cm_id *rid, struct ibv_qp_init_attr_ex *att
 		attr->recv_cq = rid->recv_cq;
 	if (rid->srq && !attr->srq)
 		attr->srq = rid->srq;
-	struct ibv_qp *qp = ibv_create_qp(attr->pd, (struct ibv_qp_init_attr *)attr);
+	struct ibv_qp *qp;
+	if (xrc) {
+		/* XRC_SEND: a PD, no receive side; XRC_RECV: the domain only. */
+		struct ibv_qp_init_attr_ex x = *attr;
+		x.srq = NULL;
+		if (attr->qp_type == IBV_QPT_XRC_RECV) {
+			x.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+			x.pd = NULL;
+			x.send_cq = x.recv_cq = NULL;
+		} else {
+			x.comp_mask = IBV_QP_INIT_ATTR_PD;
+			x.xrcd = NULL;
+		}
+		qp = ibv_create_qp_ex(rid->verbs, &x);
+	} else {
+		qp = ibv_create_qp(attr->pd, (struct ibv_qp_init_attr *)attr);
+	}
 	if (!qp) {
 		int e = errno;
 		destroy_cqs(rid);
@@ -143,7 +187,8 @@ int sr_rdma_create_qp_ex(struct rdma_cm_id *rid, struct ibv_qp_init_attr_ex *att
 		return fail(-r);
 	}
 	cm_lock();
-	rid->pd = qp->pd;
+	if (qp->pd)
+		rid->pd = qp->pd;
 	rid->qp = qp;
 	cm_unlock();
 	return 0;
@@ -189,8 +234,34 @@ int sr_rdma_create_srq_ex(struct rdma_cm_id *rid, struct ibv_srq_init_attr_ex *a
 		attr->pd = rid->pd;
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
 	}
+	if (attr->srq_type == IBV_SRQT_XRC) {
+		/* librdmacm rdma_create_srq_ex: the device's XRC domain, the id's receive CQ. */
+		struct cm_id *id = (struct cm_id *)rid;
+		if (id->tr != CM_TR_ROCE)
+			return fail(EOPNOTSUPP);
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+			attr->xrcd = dev_xrcd(id);
+			if (!attr->xrcd)
+				return fail(errno ? errno : ENOMEM);
+			attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD;
+		}
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			if (!rid->recv_cq) {
+				int r = create_cqs(rid, 0, attr->attr.max_wr);
+				if (r < 0)
+					return fail(-r);
+			}
+			attr->cq = rid->recv_cq;
+			attr->comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+		}
+		struct ibv_srq *srq = ibv_create_srq_ex(rid->verbs, attr);
+		if (!srq)
+			return -1;
+		rid->srq = srq;
+		return 0;
+	}
 	if (attr->srq_type != IBV_SRQT_BASIC || !attr->pd)
-		return fail(EOPNOTSUPP); /* XRC: no XRC domains in softrdma */
+		return fail(EOPNOTSUPP);
 	struct ibv_srq_init_attr basic = {.srq_context = attr->srq_context, .attr = attr->attr};
 	struct ibv_srq *srq = ibv_create_srq(attr->pd, &basic);
 	if (!srq)
@@ -211,7 +282,8 @@ int sr_rdma_create_srq(struct rdma_cm_id *rid, struct ibv_pd *pd, struct ibv_srq
 	memset(&ex, 0, sizeof(ex));
 	memcpy(&ex, attr, sizeof(*attr));
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
-	ex.srq_type = IBV_SRQT_BASIC;
+	/* librdmacm rdma_create_srq: an XRC SRQ on an XRC_RECV id. */
+	ex.srq_type = rid->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
 	ex.pd = pd;
 	int r = sr_rdma_create_srq_ex(rid, &ex);
 	memcpy(attr, &ex, sizeof(*attr));

@@ -201,6 +201,11 @@ static int ud_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 	}
 }
 
+static enum ibv_qp_type qp_type_of(const struct cm_id *id)
+{
+	return id->id.qp ? id->id.qp->qp_type : id->id.qp_type;
+}
+
 int cm_roce_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 {
 	enum ibv_qp_state want = a->qp_state;
@@ -248,6 +253,8 @@ int cm_roce_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
 		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		if (qp_type_of(id) == IBV_QPT_XRC_SEND) /* no responder: no IRD, no RNR timer */
+			*mask &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 		return 0;
 	}
 	case IBV_QPS_RTS:
@@ -263,6 +270,8 @@ int cm_roce_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 		a->max_rd_atomic = depth;
 		*mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+		if (qp_type_of(id) == IBV_QPT_XRC_RECV) /* no requester: no retries, no ORD */
+			*mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
 		return 0;
 	default:
 		return -EINVAL;
@@ -313,7 +322,11 @@ static void build_request(struct cm_id *id, struct cm_mad *m)
 	m->resp_res = id->rr;
 	m->init_depth = id->depth;
 	m->remote_cm_timeout = CM_RESPONSE_TIMEOUT;
-	m->transport = id->id.qp_type == IBV_QPT_UC ? CM_MAD_TS_UC : CM_MAD_TS_RC;
+	enum ibv_qp_type t = qp_type_of(id);
+	m->transport = t == IBV_QPT_UC	       ? CM_MAD_TS_UC
+		       : t == IBV_QPT_XRC_SEND ? CM_MAD_TS_XRC_EXT
+					       : CM_MAD_TS_RC;
+	m->ext_transport = t == IBV_QPT_XRC_SEND ? 1 : 0; /* kernel cm_format_req for XRC */
 	m->e2e_fc = false; /* rdma_cm passes conn_param->flow_control: 0 in rxe's REQs */
 	m->psn = id->psn & 0xFFFFFF;
 	m->local_cm_timeout = CM_RESPONSE_TIMEOUT;

@@ -3,7 +3,8 @@
 # librdmacm.so.1 over the rdma_cm in libibverbs.so.1), server and client on loopback, over
 # RoCEv2 (roce_lo, the default) and iWARP (--transport iwarp: iwarp_lo):
 #   rping (-C 10 -v, every ping checked; -q self-managed QPs on RoCE), ucmatose (1 and 2
-#   connections), rdma_server / rdma_client (the synchronous API), perftest with -R
+#   connections), rdma_server / rdma_client (the synchronous API), rdma_xserver / rdma_xclient
+#   (RC, and -c x: XRC through rdma_cm on RoCE, a clean EOPNOTSUPP on iWARP), perftest with -R
 #   (ib_send_lat, ib_write_bw, ib_read_lat, ib_send_bw: sane figures), and udaddy (UD through
 #   rdma_cm, SIDR: its 10 datagrams each way over RoCE; over iWARP, which has no UD, a clean
 #   failure at rdma_create_qp with EOPNOTSUPP, as with siw).
@@ -12,7 +13,8 @@
 # sanitizer build the library runs under ASan (preloaded), as in test_dropin.sh.
 set -u
 build=${1:?build directory}
-for p in rping ucmatose rdma_server rdma_client udaddy ib_send_lat ib_write_bw ib_read_lat \
+for p in rping ucmatose rdma_server rdma_client rdma_xserver rdma_xclient udaddy ib_send_lat \
+	ib_write_bw ib_read_lat \
 	ib_send_bw; do
 	command -v "$p" >/dev/null || { echo "SKIP: $p not installed (scripts/install-deps.sh)"; exit 77; }
 done
@@ -91,6 +93,7 @@ ud_ok='FNR == 1 {f++} f == 1 && /^receiving data transfers/ {s++} f == 1 && /^se
 	f == 2 && /^initiating data transfers/ {c++} /^data transfers complete/ {d[f]++} /^return status 0$/ {r[f]++}
 	END { if (SHOW) print "10 datagrams each way, status 0 on both sides"; exit !(s == 2 && c == 1 && d[1] && d[2] && r[1] && r[2]) }'
 rdma_ok='/rdma_server: end 0/ {s++} /rdma_client: end 0/ {c++} END { if (SHOW) print "end 0 on both sides"; exit !(s && c) }'
+xrdma_ok='/rdma_xserver: end 0/ {s++} /rdma_xclient: end 0/ {c++} END { if (SHOW) print "end 0 on both sides"; exit !(s && c) }'
 # perftest: the line after the header (#bytes ...) has numbers; the checked column > 0.
 lat_ok='FNR == 1 {f++; h = 0} f == 2 && /#bytes/ {h=1; next} f == 2 && h && NF >= 6 && $1 ~ /^[0-9]+$/ { if (SHOW) print $1 " B: typical " $5 " us"; ok = ($5 + 0 > 0); exit } END {exit !ok}'
 bw_ok='FNR == 1 {f++; h = 0} f == 2 && /#bytes/ {h=1; next} f == 2 && h && NF >= 4 && $1 ~ /^[0-9]+$/ { if (SHOW) print $1 " B: " $4 " MB/s average"; ok = ($4 + 0 > 0); exit } END {exit !ok}'
@@ -111,6 +114,17 @@ for tr in roce iwarp; do
 		"ucmatose -s 127.0.0.1 -p PORT -c 2"
 	pair "$tr" "rdma_server / rdma_client" "$rdma_ok" ok "rdma_server -p PORT" \
 		"rdma_client -s 127.0.0.1 -p PORT"
+	pair "$tr" "rdma_xserver / rdma_xclient (RC)" "$xrdma_ok" ok "rdma_xserver -p PORT" \
+		"rdma_xclient -s 127.0.0.1 -p PORT"
+	# -c x: XRC through rdma_cm (RDMA_PS_IB, XRC_SEND / XRC_RECV QPs, an XRC SRQ whose
+	# number the server sends as private data). iWARP has no XRC (as siw): a clean failure.
+	if [ "$tr" = roce ]; then
+		pair "$tr" "rdma_xserver / rdma_xclient -c x (XRC)" "$xrdma_ok" ok \
+			"rdma_xserver -p PORT -c x" "rdma_xclient -s 127.0.0.1 -p PORT -c x"
+	else
+		pair "$tr" "rdma_xclient -c x (XRC)" "rdma_create_ep: Operation not supported" fail \
+			"rdma_xserver -p PORT -c x" "rdma_xclient -s 127.0.0.1 -p PORT -c x"
+	fi
 	pair "$tr" "ib_send_lat -R" "$lat_ok" ok "ib_send_lat -R -d $dev -p PORT -n 500" \
 		"ib_send_lat -R -d $dev -p PORT -n 500 127.0.0.1"
 	pair "$tr" "ib_write_bw -R" "$bw_ok" ok "ib_write_bw -R -d $dev -p PORT -n 500" \

@@ -13,6 +13,7 @@
  *     (timeouts 20, max retries 15, RC, no E2E flow control, P_Key, LIDs 0xFFFF, GIDs, hop
  *     limit 64, local ACK timeout 19, the flow label from the ports, rdma_cm's IP header with
  *     the id's source port); the kernel's REP -> the QP at RTS with the same PSN rule, the RTU;
+ *     an XRC initiator's REQ says XRC (transport 3, extended type 1);
  *   nobody listens: the kernel's REQ gets REJ 8 for it (remote ID = its local ID, REQ
  *     rejected); a DREQ for an unknown comm ID gets a DREP. */
 #define _GNU_SOURCE
@@ -394,6 +395,35 @@ static void test_active(int tag_fd, uint16_t tag)
 	rdma_destroy_qp(id);
 	ibv_destroy_cq(cq);
 	CHECK_EQ(rdma_destroy_id(id), 0);
+
+	/* An XRC initiator (RDMA_PS_IB, rdma_xclient -c x): the REQ says XRC (transport 3,
+	 * extended type 1), as the kernel's cm_format_req. */
+	int ib_fd = gsi_ep_open_sid((uint64_t)RDMA_PS_IB << 16 | port);
+	REQUIRE(ib_fd >= 0);
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_IB) == 0);
+	id->qp_type = IBV_QPT_XRC_SEND;
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	REQUIRE(rdma_resolve_route(id, 1000) == 0);
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	cq = ibv_create_cq(id->verbs, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr xa = {.send_cq = cq,
+				      .recv_cq = cq,
+				      .qp_type = IBV_QPT_XRC_SEND,
+				      .cap = {.max_send_wr = 4, .max_send_sge = 1}};
+	REQUIRE(cq && rdma_create_qp(id, NULL, &xa) == 0);
+	CHECK_EQ(id->qp->qp_type, IBV_QPT_XRC_SEND);
+	REQUIRE(rdma_connect(id, NULL) == 0);
+	REQUIRE(ep_next(ib_fd, &req, WAIT_MS));
+	CHECK_EQ(req.attr, CM_ATTR_REQ);
+	CHECK_EQ(req.service_id, (uint64_t)RDMA_PS_IB << 16 | port);
+	CHECK_EQ(req.transport, CM_MAD_TS_XRC_EXT);
+	CHECK_EQ(req.ext_transport, 1);
+	CHECK_EQ(req.qpn, id->qp->qp_num);
+	rdma_destroy_qp(id);
+	ibv_destroy_cq(cq);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	close(ib_fd);
 	rdma_destroy_event_channel(ch);
 	close(sid_fd);
 }
