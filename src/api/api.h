@@ -46,6 +46,7 @@ struct sr_context {
 	struct eng_env env;
 	uint32_t next_handle;
 	uint8_t qpn_used[CORE_MAX_QP];
+	struct sr_qp *iw_qps[CORE_MAX_QP]; /* iWARP: the QPs by number (rdma_cm's qp_num) */
 	/* asynchronous events: a ring under the core lock, one byte per event in a pipe */
 	struct ibv_async_event async[SR_ASYNC_RING];
 	uint32_t async_head, async_tail;
@@ -118,6 +119,7 @@ struct sr_qp {
 	bool sq_sig_all;
 	struct iw_qp *iqp;    /* iWARP devices: the QP engine (eqp is NULL then) */
 	struct sr_xrcd *xrcd; /* IBV_QPT_XRC_RECV: its domain */
+	bool cm_owned;	      /* iWARP: rdma_cm connects it (a self-managed QP: conn qp_num) */
 };
 
 static inline struct sr_context *sr_ctx(struct ibv_context *c)

@@ -77,3 +77,18 @@ uint64_t sr_cm_node_guid(struct ibv_context *context)
 {
 	return be64toh(sr_ctx(context)->dev->guid);
 }
+
+struct ibv_qp *sr_cm_iw_claim(struct ibv_context *context, uint32_t qpn)
+{
+	struct sr_context *ctx = sr_ctx(context);
+	if (!ctx->dev->iwarp)
+		return NULL;
+	core_lock(ctx->core);
+	struct sr_qp *qp = ctx->iw_qps[qpn & 0xFFFF];
+	if (qp && qp->ibqp.qp_num == qpn && iw_qp_state(qp->iqp) == IBV_QPS_INIT)
+		qp->cm_owned = true;
+	else
+		qp = NULL;
+	core_unlock(ctx->core);
+	return qp ? &qp->ibqp : NULL;
+}

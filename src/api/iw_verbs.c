@@ -126,6 +126,8 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
 		if (r < 0)
 			ctx->qpn_used[qpn & 0xFFFF] = 0;
+		else
+			ctx->iw_qps[qpn & 0xFFFF] = qp;
 	}
 	core_unlock(ctx->core);
 	if (r < 0) {
@@ -147,6 +149,7 @@ int sr_iw_destroy_qp(struct sr_qp *qp)
 	iwp_qp_detach(ctx->iwp, qp->iqp);
 	iw_qp_destroy(qp->iqp);
 	ctx->qpn_used[qp->ibqp.qp_num & 0xFFFF] = 0;
+	ctx->iw_qps[qp->ibqp.qp_num & 0xFFFF] = NULL;
 	core_unlock(ctx->core);
 	pthread_mutex_destroy(&qp->ibqp.mutex);
 	pthread_cond_destroy(&qp->ibqp.cond);
@@ -218,7 +221,19 @@ int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask)
 	int ret = 0;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
 		ret = EINVAL;
-	if (!ret && obj_qp_check_modify(qp->ibqp.qp_type, cur, next, mask) < 0)
+	/* A QP rdma_cm connects (a self-managed one: rping -q) takes rdma_init_qp_attr's masks,
+	 * which are iWARP's (iw_cm: RTR with the access flags, RTS with nothing), not the IB
+	 * table's; RTR with exactly iw_cm's mask (state and access flags, no address vector) is
+	 * such a step, before rdma_accept names the QP: no auto-connect then. */
+	bool to_rtr = cur == IBV_QPS_INIT && next == IBV_QPS_RTR;
+	bool cm_rtr = to_rtr && (qp->cm_owned || mask == (IBV_QP_STATE | IBV_QP_ACCESS_FLAGS));
+	bool cm_step = cm_rtr || (qp->cm_owned && cur == IBV_QPS_RTR && next == IBV_QPS_RTS);
+	/* A QP rdma_cm has connected (engine at RTS): INIT / RTR / RTS asked again by its owner
+	 * (rping -q steps its QP after ESTABLISHED) change nothing, as on siw, whose QP leaves
+	 * RTS only for closing, terminate or error. */
+	bool noop = !ret && qp->cm_owned && eng == IBV_QPS_RTS &&
+		    (next == IBV_QPS_INIT || next == IBV_QPS_RTR || next == IBV_QPS_RTS);
+	if (!noop && !ret && !cm_step && obj_qp_check_modify(qp->ibqp.qp_type, cur, next, mask) < 0)
 		ret = EINVAL;
 	if (!ret)
 		ret = check_iw_attr(qp, attr, mask);
@@ -238,7 +253,11 @@ int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask)
 			goto unlock;
 		}
 	}
-	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
+	if (noop)
+		goto unlock; /* (siw applies the access flags, as above, and nothing else) */
+	if (cm_rtr)
+		qp->cm_owned = true;
+	if (to_rtr && !cm_rtr) {
 		/* Auto-connect (iw_progress.h): the connection is made in the background. */
 		const uint8_t *local = ctx->dev->gid[attr->ah_attr.grh.sgid_index];
 		int r = iwp_auto_connect(ctx->iwp, qp->iqp, local, attr->ah_attr.grh.dgid.raw,

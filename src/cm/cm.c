@@ -1230,9 +1230,13 @@ static int connect_rc_params(struct cm_id *id, const struct rdma_conn_param *p)
 {
 	int err = valid_param(id, p);
 	if (!err && id->tr == CM_TR_IWARP && !id->id.qp) {
-		note_once(&said_self_qp, "self-managed QPs (conn_param->qp_num) are not supported "
-					 "over iWARP: EOPNOTSUPP");
-		err = EOPNOTSUPP;
+		/* A self-managed QP (rping -q): rdma_cm connects it, as siw's iw_cm does. */
+		id->self_qp = sr_cm_iw_claim(id->dev->ctx, p->qp_num);
+		if (!id->self_qp) {
+			note_once(&said_self_qp, "conn_param->qp_num names no iWARP QP in INIT on "
+						 "this device: EINVAL");
+			err = EINVAL;
+		}
 	}
 	if (!err && cm_collect_pd(id, p, id->tr == CM_TR_ROCE ? CM_REQ_PD : CM_IW_PD_MAX) < 0)
 		err = EINVAL;
@@ -1376,9 +1380,12 @@ int sr_rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 	}
 	int err = id->state == CM_REQ_RCVD ? valid_param(id, p) : EINVAL;
 	if (!err && id->tr == CM_TR_IWARP && !id->id.qp) {
-		note_once(&said_self_qp, "self-managed QPs (conn_param->qp_num) are not supported "
-					 "over iWARP: EOPNOTSUPP");
-		err = EOPNOTSUPP;
+		id->self_qp = sr_cm_iw_claim(id->dev->ctx, p->qp_num);
+		if (!id->self_qp) {
+			note_once(&said_self_qp, "conn_param->qp_num names no iWARP QP in INIT on "
+						 "this device: EINVAL");
+			err = EINVAL;
+		}
 	}
 	if (!err) {
 		size_t max = id->tr == CM_TR_ROCE ? CM_REP_PD : CM_IW_PD_MAX;
@@ -1467,7 +1474,11 @@ int sr_rdma_establish(struct rdma_cm_id *rid)
 	if (!rid || rid->qp)
 		return fail(EINVAL);
 	cm_lock();
-	int r = id->tr == CM_TR_ROCE ? cm_roce_establish(id) : -EINVAL;
+	/* iWARP: the connection is up when ESTABLISHED is reported (iw_cm has no RTU); a
+	 * self-managed QP's owner calling it then (rping -q) is told it is done. */
+	int r = id->tr == CM_TR_ROCE			     ? cm_roce_establish(id)
+		: id->state == CM_ESTABLISHED && id->self_qp ? 0
+							     : -EINVAL;
 	cm_unlock();
 	return r < 0 ? fail(-r) : 0;
 }

@@ -28,9 +28,12 @@
  * CONNECT_REQUEST carries the peer's private data (exact length) and responder_resources /
  * initiator_depth from the IRD/ORD block; rdma_accept sends the Reply and moves the QP to RTS;
  * rdma_reject sends a Reject (R bit) with the private data. Once the QP owns the socket the CM
- * watches a duplicate of it for the peer's close (DISCONNECTED). Self-managed QPs (QP created
- * with ibv_create_qp, conn_param->qp_num, rdma_init_qp_attr for RTR / RTS) are not supported
- * on iWARP (EOPNOTSUPP): softrdma's verbs would auto-connect such a QP at RTR.
+ * watches a duplicate of it for the peer's close (DISCONNECTED). Self-managed QPs (created
+ * with ibv_create_qp, conn_param->qp_num: rping -q) are handed the stream as siw's iw_cm does:
+ * rdma_connect / rdma_accept claim the QP of that number (sr_cm_iw_claim), rdma_init_qp_attr
+ * gives iw_cm's masks (RTR: the access flags; RTS: the state), a QP stepped to RTR without an
+ * address vector is not auto-connected, and once connected its owner's INIT / RTR / RTS steps
+ * change nothing but the access flags (siw); rdma_establish then returns 0.
  *
  * ---- RoCEv2 (roce_<if>): the IB CM's MADs on QP1, as the kernel's rdma_cm ----
  * REQ / REP / RTU / REJ / DREQ / DREP / MRA and SIDR_REQ / SIDR_REP (wire/roce/cm_mad.h) with
@@ -306,6 +309,7 @@ struct cm_id {
 	uint8_t connect_len;
 	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep (passive): QPs of get_request */
 	struct ibv_sa_path_rec *path;
+	struct ibv_qp *self_qp; /* iWARP: the application's QP of conn_param->qp_num */
 
 	/* RoCE: the IB CM's MADs on QP1 (core/gsi.h) */
 	uint32_t comm_id, peer_comm_id; /* Local / Remote Communication ID */
@@ -443,6 +447,9 @@ int sr_cm_iw_adopt(struct ibv_qp *qp, struct io_tcp_conn *tcp, const struct iw_c
 int sr_cm_iw_crc(struct ibv_context *ctx);
 /* True for a QP of softrdma's iWARP devices. */
 bool sr_cm_qp_is_iwarp(struct ibv_qp *qp);
+/* iWARP, a self-managed QP (conn_param->qp_num): the context's QP of that number, still in
+ * INIT underneath, now connected by rdma_cm instead of auto-connected at RTR; or NULL. */
+struct ibv_qp *sr_cm_iw_claim(struct ibv_context *ctx, uint32_t qpn);
 /* RoCE: starts the context (its QP1 joins the port's group). 0 or a negative errno. */
 int sr_cm_gsi_start(struct ibv_context *ctx);
 /* RoCE: sends a CM MAD from QP1 (core_gsi_send). 0 or a negative errno. */

@@ -30,7 +30,7 @@
 #include "core/iw_progress.h"
 #include "engine/iw_eng.h"
 
-static bool said_wrong_tr, said_self_qp;
+static bool said_wrong_tr;
 
 static uint16_t cap16(unsigned v, unsigned max)
 {
@@ -78,7 +78,7 @@ static void set_access(struct cm_id *id)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT};
 	int mask;
-	if (cm_iw_init_qp_attr(id, &a, &mask) == 0)
+	if (id->id.qp && cm_iw_init_qp_attr(id, &a, &mask) == 0)
 		ibv_modify_qp(id->id.qp, &a, mask);
 }
 
@@ -100,10 +100,11 @@ static void establish(struct cm_id *id, const uint8_t *left, size_t nleft)
 	struct io_tcp_conn *tcp = id->tcp;
 	id->tcp = NULL;
 	int r = fd < 0 ? -errno : 0;
-	if (r == 0 && id->id.qp) {
+	struct ibv_qp *qp = id->id.qp ? id->id.qp : id->self_qp;
+	if (r == 0 && qp) {
 		if (!id->passive)
 			set_access(id);
-		r = sr_cm_iw_adopt(id->id.qp, tcp, id->iw, left, nleft);
+		r = sr_cm_iw_adopt(qp, tcp, id->iw, left, nleft);
 	} else {
 		io_tcp_abort(tcp);
 		if (r == 0)
@@ -405,19 +406,19 @@ int cm_iw_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask)
 	enum ibv_qp_state want = a->qp_state;
 	memset(a, 0, sizeof(*a));
 	a->qp_state = want;
-	if (want != IBV_QPS_INIT) {
-		if (!said_self_qp && !getenv("SOFTRDMA_QUIET")) {
-			said_self_qp = true;
-			fprintf(stderr, "softrdma: rdma_cm: rdma_init_qp_attr for RTR / RTS (a "
-					"self-managed QP) is not supported over iWARP: the CM "
-					"connects the QP itself; EOPNOTSUPP\n");
-		}
-		return want == IBV_QPS_RTR || want == IBV_QPS_RTS ? -EOPNOTSUPP : -EINVAL;
+	if (want == IBV_QPS_RTS) {
+		/* iw_cm_init_qp_attr: the state alone; the CM connects the QP. */
+		*mask = IBV_QP_STATE;
+		return 0;
 	}
+	if (want != IBV_QPS_INIT && want != IBV_QPS_RTR)
+		return -EINVAL;
 	a->port_num = id->id.port_num ? id->id.port_num : 1;
 	/* iwcm_init_qp_init_attr: REMOTE_WRITE | REMOTE_READ once the connection is known. */
 	if (id->peer_known || id->state == CM_CONNECTING || id->state >= CM_REQ_RCVD)
 		a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	*mask = want == IBV_QPS_RTR
+		    ? IBV_QP_STATE | IBV_QP_ACCESS_FLAGS
+		    : IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 	return 0;
 }

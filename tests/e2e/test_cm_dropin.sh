@@ -2,7 +2,7 @@
 # Debian's rdma_cm programs, unmodified, on softrdma's rdma_cm (`softrdma run`, the drop-in
 # librdmacm.so.1 over the rdma_cm in libibverbs.so.1), server and client on loopback, over
 # RoCEv2 (roce_lo, the default) and iWARP (--transport iwarp: iwarp_lo):
-#   rping (-C 10 -v, every ping checked; -q self-managed QPs on RoCE), ucmatose (1 and 2
+#   rping (-C 10 -v, every ping checked; -q self-managed QPs), ucmatose (1 and 2
 #   connections), rdma_server / rdma_client (the synchronous API), rdma_xserver / rdma_xclient
 #   (RC, and -c x: XRC through rdma_cm on RoCE, a clean EOPNOTSUPP on iWARP), perftest with -R
 #   (ib_send_lat, ib_write_bw, ib_read_lat, ib_send_bw: sane figures), and udaddy (UD through
@@ -102,13 +102,8 @@ for tr in roce iwarp; do
 	dev=${tr}_lo
 	pair "$tr" "rping -C 10 -v" "$rping_ok" ok \
 		"rping -s -a 127.0.0.1 -p PORT -C 10 -v" "rping -c -a 127.0.0.1 -p PORT -C 10 -v"
-	if [ "$tr" = roce ]; then
-		pair "$tr" "rping -q (self-managed QPs)" "$rping_ok" ok \
-			"rping -s -q -a 127.0.0.1 -p PORT -C 10 -v" \
-			"rping -c -q -a 127.0.0.1 -p PORT -C 10 -v"
-	else
-		echo "note $tr rping -q: self-managed QPs are not supported over iWARP (rdma_connect: EOPNOTSUPP; rping then waits in its own error path)"
-	fi
+	pair "$tr" "rping -q (self-managed QPs)" "$rping_ok" ok \
+		"rping -s -q -a 127.0.0.1 -p PORT -C 10 -v" "rping -c -q -a 127.0.0.1 -p PORT -C 10 -v"
 	pair "$tr" "ucmatose" "$ucma_ok" ok "ucmatose -p PORT" "ucmatose -s 127.0.0.1 -p PORT"
 	pair "$tr" "ucmatose -c 2" "$ucma_ok" ok "ucmatose -p PORT -c 2" \
 		"ucmatose -s 127.0.0.1 -p PORT -c 2"
