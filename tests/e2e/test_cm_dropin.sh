@@ -4,7 +4,8 @@
 # RoCEv2 (roce_lo, the default) and iWARP (--transport iwarp: iwarp_lo):
 #   rping (-C 10 -v, every ping checked; -q self-managed QPs), ucmatose (1 and 2
 #   connections), rdma_server / rdma_client (the synchronous API), rdma_xserver / rdma_xclient
-#   (RC, and -c x: XRC through rdma_cm on RoCE, a clean EOPNOTSUPP on iWARP), perftest with -R
+#   (RC, and -c x: XRC through rdma_cm on RoCE, a clean EOPNOTSUPP on iWARP), rstream (rsockets
+#   are not implemented: a clean ENOSYS failure), perftest with -R
 #   (ib_send_lat, ib_write_bw, ib_read_lat, ib_send_bw: sane figures), and udaddy (UD through
 #   rdma_cm, SIDR: its 10 datagrams each way over RoCE; over iWARP, which has no UD, a clean
 #   failure at rdma_create_qp with EOPNOTSUPP, as with siw).
@@ -13,7 +14,7 @@
 # sanitizer build the library runs under ASan (preloaded), as in test_dropin.sh.
 set -u
 build=${1:?build directory}
-for p in rping ucmatose rdma_server rdma_client rdma_xserver rdma_xclient udaddy ib_send_lat \
+for p in rping ucmatose rdma_server rdma_client rdma_xserver rdma_xclient udaddy rstream ib_send_lat \
 	ib_write_bw ib_read_lat \
 	ib_send_bw; do
 	command -v "$p" >/dev/null || { echo "SKIP: $p not installed (scripts/install-deps.sh)"; exit 77; }
@@ -137,5 +138,8 @@ for tr in roce iwarp; do
 			"udaddy" "udaddy -s 127.0.0.1"
 	fi
 done
+# rsockets (librdmacm's own protocol over RC QPs) are not implemented: rstream fails cleanly.
+pair roce "rstream (rsockets: not implemented)" "rsocket failed: Function not implemented" fail \
+	"rstream -p PORT" "rstream -s 127.0.0.1 -p PORT"
 echo "$runs program pairs, $fail failed"
 [ $fail -eq 0 ]
