@@ -25,6 +25,7 @@ for _ in $(seq 50); do grep -q "Capturing on" "$dir/tshark.log" && break; sleep 
 if ! grep -q "Capturing on" "$dir/tshark.log"; then
 	echo "SKIP: cannot capture on lo:"; cat "$dir/tshark.log"; exit 77
 fi
+sleep 0.3 # "Capturing on" comes before dumpcap has the interface
 port=$((20000 + RANDOM % 12000))
 args=(ibv_xsrq_pingpong -d roce_lo -g 0 -n 5 -s 2000 -m 1024 -p "$port")
 timeout 60 "${run[@]}" "${args[@]}" >"$dir/srv.log" 2>&1 &
