@@ -1945,7 +1945,8 @@ static void pass(uint64_t now, uint64_t *wake)
 			}
 		} else if (id->state != CM_INCOMING &&
 			   (id->tcp || id->watch_fd >= 0 || id->retry_at ||
-			    (id->tr == CM_TR_ROCE && (id->mad_pending || id->deadline)))) {
+			    (id->tr == CM_TR_ROCE &&
+			     (id->mad_pending || id->deadline || id->peer_check_at)))) {
 			id_run(id, now, wake);
 			if (id->retry_at && id->retry_at < *wake)
 				*wake = id->retry_at;

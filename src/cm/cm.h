@@ -50,8 +50,10 @@
  * zero padded) and the QP transitions are those of rdma_cm on a kernel RoCE device: INIT at
  * rdma_create_qp; active: REP -> INIT(access) -> RTR -> RTS -> RTU -> ESTABLISHED; passive:
  * rdma_accept -> INIT -> RTR -> RTS -> REP, ESTABLISHED on RTU. A peer process that dies leaves
- * no CM behind to say so (the kernel's would send a DREQ): its connections notice at their next
- * request (a REP or DREQ for it is answered by the router: REJ 6 / DREP), or by their QPs.
+ * no CM behind to send the DREQ the kernel's would: a connection to a process on this host
+ * watches the peer's comm-ID endpoint (gsi_tag_alive, every CM_PEER_CHECK_NS) and reports
+ * DISCONNECTED when it is gone; during a handshake, the router answers for the dead process
+ * (REJ 6 for a REP, DREP for a DREQ). A remote peer's end shows only through its QP.
  *
  * ---- Errors on the wire ----
  * Nobody listens: REJECTED (iWARP status -ECONNREFUSED, at once as siw; RoCE status 8,
@@ -193,7 +195,8 @@ enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
 	X(mad_dups, "RoCE CM MADs received twice: answered again or ignored")                      \
 	X(mad_unknown, "RoCE CM MADs for a connection this process does not have")                 \
 	X(mad_bad_frames, "frames dropped on the CM endpoints: bad sender, magic, length")         \
-	X(mad_send_errors, "RoCE CM MADs that could not be sent (QP1 socket)")
+	X(mad_send_errors, "RoCE CM MADs that could not be sent (QP1 socket)")                     \
+	X(peer_gone, "RoCE connections whose peer process on this host ended: DISCONNECTED")
 
 /* clang-format off */
 enum cm_counter {
@@ -320,7 +323,8 @@ struct cm_id {
 	uint64_t resend_at, resend_step;
 	uint8_t reply[CM_MAD_LEN]; /* the last answer (RTU, SIDR_REP): sent again on duplicates */
 	bool has_reply;
-	int sid_fd; /* listener: its service ID's endpoint (gsi_ep_open_sid), or -1 */
+	int sid_fd;		/* listener: its service ID's endpoint (gsi_ep_open_sid), or -1 */
+	uint64_t peer_check_at; /* connected to a process on this host: when to see it lives */
 
 	struct cm_id *next;
 };

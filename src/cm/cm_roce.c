@@ -50,6 +50,7 @@
 #define REP_TARGET_ACK	    15
 #define CM_RESEND_NS	    250000000ull  /* first resend of an unanswered request */
 #define CM_RESEND_MAX_NS    2000000000ull /* the resend interval doubles up to this */
+#define CM_PEER_CHECK_NS    250000000ull  /* a peer process on this host: looked at this often */
 
 static bool said_wrong_tr;
 
@@ -107,6 +108,15 @@ static int send_request(struct cm_id *id, const struct cm_mad *m, uint64_t now)
 	id->resend_step = CM_RESEND_NS;
 	id->resend_at = now + id->resend_step;
 	return r;
+}
+
+/* Connected: a peer on this host is a softrdma process, whose end leaves nobody to send the
+ * DREQ the kernel's CM would send for it; its comm-ID endpoint is watched instead. */
+static void watch_peer(struct cm_id *id)
+{
+	id->peer_check_at = cm_dev_for(id->gsi_peer, CM_TR_ROCE) && id->peer_comm_id
+				? cm_now() + CM_PEER_CHECK_NS
+				: 0;
 }
 
 static void answered(struct cm_id *id)
@@ -503,6 +513,7 @@ static void on_rep(struct cm_id *id, const struct cm_mad *m, const struct gsi_fr
 	id->has_reply = true;
 	id->state = CM_ESTABLISHED;
 	id->deadline = 0;
+	watch_peer(id);
 	cm_count(CM_C_established);
 	cm_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, &p, m->pd, CM_REP_PD);
 }
@@ -544,6 +555,7 @@ static void established_passive(struct cm_id *id)
 	answered(id);
 	id->state = CM_ESTABLISHED;
 	id->deadline = 0;
+	watch_peer(id);
 	cm_count(CM_C_established);
 	cm_event_post(id, NULL, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL, 0);
 }
@@ -872,6 +884,22 @@ void cm_roce_mad_in(struct cm_id *lis, const struct gsi_frame *f, uint64_t now)
 
 void cm_roce_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 {
+	if (id->peer_check_at && id->state != CM_ESTABLISHED)
+		id->peer_check_at = 0;
+	if (id->peer_check_at && now >= id->peer_check_at) {
+		if (!gsi_tag_alive((uint16_t)(id->peer_comm_id >> 16))) {
+			/* As the DREQ the kernel's CM sends when a process ends. */
+			id->peer_check_at = 0;
+			id->state = CM_DISCONNECTED;
+			cm_count(CM_C_peer_gone);
+			cm_count(CM_C_disconnects);
+			cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0);
+			return;
+		}
+		id->peer_check_at = now + CM_PEER_CHECK_NS;
+	}
+	if (id->peer_check_at && id->peer_check_at < *wake)
+		*wake = id->peer_check_at;
 	if (id->deadline && now >= id->deadline) {
 		if (id->state == CM_DISCONNECTING) {
 			/* No DREP: disconnected anyway (IB CM DREQ timeout). */
@@ -961,6 +989,7 @@ int cm_roce_establish(struct cm_id *id)
 	send_simple(id, CM_ATTR_RTU, id->tid, id->reply);
 	id->has_reply = true;
 	id->state = CM_ESTABLISHED;
+	watch_peer(id);
 	cm_count(CM_C_established);
 	return 0;
 }

@@ -112,6 +112,21 @@ int gsi_ep_open_sid(uint64_t sid)
 	return ep_bind(name);
 }
 
+bool gsi_tag_alive(uint16_t tag)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return true;
+	char name[64];
+	name_tag(name, sizeof(name), tag);
+	struct sockaddr_un sa;
+	socklen_t len = abstract_addr(&sa, name);
+	int r = connect(fd, (struct sockaddr *)&sa, len);
+	int e = errno;
+	close(fd);
+	return r == 0 || e != ECONNREFUSED;
+}
+
 int gsi_ep_recv(int fd, struct gsi_frame *f)
 {
 	uint8_t buf[GSI_FRAME_LEN + 1];

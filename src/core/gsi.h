@@ -56,6 +56,9 @@ int gsi_ep_open_tag(uint16_t *tag);
 /* A listener's endpoint for a service ID. Returns the fd, -EADDRINUSE (another process
  * listens on it), or another negative errno. */
 int gsi_ep_open_sid(uint64_t sid);
+/* False when no process holds the endpoint of that tag any more (its process is gone); true
+ * when one does, or when that cannot be told. */
+bool gsi_tag_alive(uint16_t tag);
 /* Takes one frame from an endpoint. Returns 1 with *f, 0 when none waits, -EBADMSG for a
  * frame dropped (bad sender, magic, version, length: take the next one), or another negative
  * errno. */

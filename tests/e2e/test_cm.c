@@ -16,8 +16,8 @@
  *   - a peer process SIGKILLed mid-handshake, as the passive side (iWARP: CONNECT_ERROR at
  *     once; RoCE: the REQ sent again finds nobody: REJECTED 8) and as the active side (iWARP:
  *     CONNECT_ERROR; RoCE: rdma_accept's REP finds nobody: REJECTED 6), and once connected
- *     (iWARP: DISCONNECTED at once; RoCE: nothing until rdma_disconnect, whose DREQ the
- *     router answers for the dead process: DISCONNECTED);
+ *     (DISCONNECTED: iWARP at once, the stream closes; RoCE within CM_PEER_CHECK_NS, the
+ *     peer's comm-ID endpoint is gone, as the kernel's CM would send a DREQ);
  *   - the synchronous API of rdma_server / rdma_client (rdma_getaddrinfo, rdma_create_ep,
  *     rdma_get_request, NULL channels);
  *   - IPv6 (::1) connect and SEND;
@@ -928,13 +928,9 @@ connected:
 	t0 = now_ms();
 	kill_peer(pid);
 	close(fd);
-	if (!iw) {
-		/* RoCE: nothing tells (the kernel's CM would send a DREQ for the dead process;
-		 * here nobody is left to): rdma_disconnect's DREQ is answered by the router. */
-		CHECK(next_event(l.ch, 300) == NULL);
-		t0 = now_ms();
-		CHECK_EQ(rdma_disconnect(child), 0);
-	}
+	/* RoCE: the kernel's CM would send a DREQ for the dead process; softrdma's sees the
+	 * peer's comm-ID endpoint gone (a process on this host). */
+	uint64_t gone = cm_counter("peer_gone");
 	e = next_event(l.ch, 3000);
 	dt = now_ms() - t0;
 	REQUIRE(e);
@@ -942,6 +938,8 @@ connected:
 	CHECK(dt < 1000);
 	printf("    connected peer: %s %llu ms after the kill\n", rdma_event_str(e->event),
 	       (unsigned long long)dt);
+	if (!iw)
+		CHECK_EQ(cm_counter("peer_gone"), gone + 1);
 	rdma_ack_cm_event(e);
 	CHECK_EQ(rdma_disconnect(child), 0);
 	CHECK_EQ(qp_state(child->qp), IBV_QPS_ERR);
