@@ -825,23 +825,20 @@ static bool is_sidr_waiting(const struct cm_id *c, const void *arg)
 static void unknown_in(const struct cm_mad *m, const struct gsi_frame *f)
 {
 	cm_count(CM_C_mad_unknown);
-	if (m->attr != CM_ATTR_DREQ && m->attr != CM_ATTR_REP)
+	struct cm_mad a;
+	if ((m->attr != CM_ATTR_DREQ && m->attr != CM_ATTR_REP) || cm_mad_answer_nobody(m, &a))
 		return;
 	struct cm_id tmp;
 	memset(&tmp, 0, sizeof(tmp));
-	tmp.tid = m->tid;
-	tmp.comm_id = m->remote_id;
-	tmp.peer_comm_id = m->local_id;
 	memcpy(tmp.laddr, f->dst, 16);
 	memcpy(tmp.gsi_peer, f->src, 16);
 	tmp.tos = f->tos;
 	tmp.dev = cm_dev_for(f->dst, CM_TR_ROCE);
 	if (!tmp.dev)
 		return;
-	if (m->attr == CM_ATTR_DREQ)
-		send_simple(&tmp, CM_ATTR_DREP, m->tid, NULL);
-	else
-		send_rej(&tmp, CM_MAD_MSG_REP, 6 /* IB_CM_REJ_INVALID_COMM_ID */, NULL, 0);
+	if (a.attr == CM_ATTR_REJ)
+		cm_count(CM_C_rejects_sent);
+	send_mad(&tmp, &a, NULL);
 }
 
 void cm_roce_mad_in(struct cm_id *lis, const struct gsi_frame *f, uint64_t now)

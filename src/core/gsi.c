@@ -20,21 +20,6 @@
 #define TAG_ATTEMPTS  64
 #define SOCK_RCVBUF   (256 * 1024)
 
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
 /* An abstract unix address for name; returns its length. */
 static socklen_t abstract_addr(struct sockaddr_un *sa, const char *name)
 {
@@ -155,7 +140,7 @@ int gsi_ep_recv(int fd, struct gsi_frame *f)
 	    memcmp(buf, FRAME_MAGIC, 4) != 0 || buf[4] != FRAME_VERSION || (buf[5] & ~1u))
 		return -EBADMSG;
 	f->ipv6 = buf[5] & 1;
-	f->sport = get16(buf + 6);
+	f->sport = (uint16_t)(buf[6] << 8 | buf[7]);
 	memcpy(f->src, buf + 8, 16);
 	memcpy(f->dst, buf + 24, 16);
 	f->tos = buf[40];
@@ -204,33 +189,8 @@ static int forward(const char *name, const struct gsi_frame *f)
 static void answer_for_nobody(struct core_ctx *c, const struct gsi_frame *f)
 {
 	struct cm_mad in, out;
-	if (cm_mad_parse(f->mad, CM_MAD_LEN, &in) != 0)
+	if (cm_mad_parse(f->mad, CM_MAD_LEN, &in) != 0 || cm_mad_answer_nobody(&in, &out) != 0)
 		return;
-	memset(&out, 0, sizeof(out));
-	out.tid = in.tid;
-	switch (in.attr) {
-	case CM_ATTR_REQ:
-	case CM_ATTR_REP:
-		out.attr = CM_ATTR_REJ;
-		out.local_id = in.remote_id;
-		out.remote_id = in.local_id;
-		out.msg_rejected = in.attr == CM_ATTR_REQ ? CM_MAD_MSG_REQ : CM_MAD_MSG_REP;
-		out.reason = in.attr == CM_ATTR_REQ ? 8 : 6; /* invalid service ID / comm ID */
-		break;
-	case CM_ATTR_SIDR_REQ:
-		out.attr = CM_ATTR_SIDR_REP;
-		out.local_id = in.local_id;
-		out.service_id = in.service_id;
-		out.sidr_status = 1; /* IB_SIDR_UNSUPPORTED */
-		break;
-	case CM_ATTR_DREQ:
-		out.attr = CM_ATTR_DREP;
-		out.local_id = in.remote_id;
-		out.remote_id = in.local_id;
-		break;
-	default:
-		return;
-	}
 	struct gsi_frame r = {.ipv6 = f->ipv6, .sport = 0, .tos = f->tos};
 	memcpy(r.src, f->dst, 16);
 	memcpy(r.dst, f->src, 16);
@@ -270,14 +230,14 @@ void gsi_route(struct core_ctx *c, const struct io_pkt *p, const struct roce_pkt
 
 int gsi_deliver(const struct gsi_frame *f)
 {
-	const uint8_t *m = f->mad, *body = m + CM_MAD_HDR_LEN;
-	uint16_t attr = get16(m + 16);
+	uint16_t attr;
+	uint64_t sid;
+	uint32_t id;
+	cm_mad_route_key(f->mad, &attr, &sid, &id);
 	char name[64];
 	if (attr == CM_ATTR_REQ || attr == CM_ATTR_SIDR_REQ) {
-		name_sid(name, sizeof(name), get64(body + 8));
+		name_sid(name, sizeof(name), sid);
 	} else {
-		/* Ours is the Remote Comm ID (the SIDR_REP's Request ID). */
-		uint32_t id = attr == CM_ATTR_SIDR_REP ? get32(body) : get32(body + 4);
 		if (id >> 16 == 0)
 			return -EINVAL;
 		name_tag(name, sizeof(name), (uint16_t)(id >> 16));

@@ -413,6 +413,64 @@ int cm_mad_build(const struct cm_mad *m, uint8_t out[CM_MAD_LEN])
 	return CM_MAD_LEN;
 }
 
+/* ---- routing and answers (core/gsi.h) ---- */
+
+/* The table's entry for a member of an attribute's message, or NULL. */
+static const struct field *field_of(uint16_t attr, size_t member)
+{
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (fields[i].attr == attr && fields[i].member == member)
+			return &fields[i];
+	return NULL;
+}
+
+void cm_mad_route_key(const uint8_t mad[CM_MAD_LEN], uint16_t *attr, uint64_t *sid, uint32_t *id)
+{
+	struct rview b = {mad + CM_MAD_HDR_LEN, BODY_LEN, false};
+	const struct field *f;
+
+	*attr = (uint16_t)(mad[16] << 8 | mad[17]);
+	*sid = 0;
+	*id = 0;
+	if (*attr == CM_ATTR_REQ || *attr == CM_ATTR_SIDR_REQ) {
+		f = field_of(*attr, offsetof(struct cm_mad, service_id));
+		*sid = rd_be(&b, f->off, f->len);
+		return;
+	}
+	f = field_of(*attr, *attr == CM_ATTR_SIDR_REP ? offsetof(struct cm_mad, local_id)
+						      : offsetof(struct cm_mad, remote_id));
+	*id = (uint32_t)(f ? rd_be(&b, f->off, f->len) : rd_be(&b, 4, 4));
+}
+
+int cm_mad_answer_nobody(const struct cm_mad *in, struct cm_mad *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->tid = in->tid;
+	switch (in->attr) {
+	case CM_ATTR_REQ:
+	case CM_ATTR_REP:
+		out->attr = CM_ATTR_REJ;
+		out->local_id = in->remote_id;
+		out->remote_id = in->local_id;
+		out->msg_rejected = in->attr == CM_ATTR_REQ ? CM_MAD_MSG_REQ : CM_MAD_MSG_REP;
+		out->reason = in->attr == CM_ATTR_REQ ? 8 : 6; /* invalid service ID / comm ID */
+		return 0;
+	case CM_ATTR_SIDR_REQ:
+		out->attr = CM_ATTR_SIDR_REP;
+		out->local_id = in->local_id;
+		out->service_id = in->service_id;
+		out->sidr_status = 1; /* IB_SIDR_UNSUPPORTED */
+		return 0;
+	case CM_ATTR_DREQ:
+		out->attr = CM_ATTR_DREP;
+		out->local_id = in->remote_id;
+		out->remote_id = in->local_id;
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
 /* ---- rdma_cm IP private-data header (Annex A11; kernel struct cma_hdr) ---- */
 
 #define CMA_VERSION 0x00

@@ -141,6 +141,19 @@ int cm_mad_build(const struct cm_mad *m, uint8_t out[CM_MAD_LEN]);
  * Reserved bits are ignored. On error *out is all zero. */
 int cm_mad_parse(const uint8_t *buf, size_t len, struct cm_mad *out);
 
+/* Where a MAD is to be delivered (core/gsi.h), read from the AttributeID and one field, with
+ * no other check (the receiver parses the whole MAD): *attr; for REQ / SIDR_REQ *sid, the
+ * Service ID; for the others *id, the comm ID that names the receiver (the Remote Comm ID,
+ * which every connected-mode message carries at body bytes 4-7; SIDR_REP: the Request ID). */
+void cm_mad_route_key(const uint8_t mad[CM_MAD_LEN], uint16_t *attr, uint64_t *sid, uint32_t *id);
+
+/* The kernel CM's answer to a MAD for a listener or connection that does not exist
+ * (cm_issue_rej / cm_issue_drep and the SIDR "unsupported" reply): REQ -> REJ reason 8
+ * (invalid service ID), REP -> REJ reason 6 (invalid comm ID), SIDR_REQ -> SIDR_REP status 1,
+ * DREQ -> DREP; the IDs swapped, the TID echoed. Returns 0 with *out, or -ENOENT when the
+ * kernel answers nothing (any other message). */
+int cm_mad_answer_nobody(const struct cm_mad *in, struct cm_mad *out);
+
 /* ---- rdma_cm's IP private-data header (kernel struct cma_hdr, 36 bytes; spec 11.8) ---- */
 #define CM_MAD_CMA_HDR_LEN 36
 
