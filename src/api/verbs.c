@@ -704,7 +704,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (ret)
 		goto unlock;
 
-	struct ibv_qp_attr *s = &qp->attr;
+	/* The new attributes are kept only if the engine takes them. */
+	struct ibv_qp_attr na = qp->attr, *s = &na;
 	if (mask & IBV_QP_ACCESS_FLAGS)
 		s->qp_access_flags = attr->qp_access_flags;
 	if (mask & IBV_QP_PORT)
@@ -747,7 +748,13 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		}
 	}
 	struct eng_qp_attr ea = to_eng_attr(qp, s);
-	eng_qp_set_attr(qp->eqp, &ea);
+	int r = eng_qp_set_attr(qp->eqp, &ea);
+	if (r < 0) {
+		ret = -r;
+		goto unlock;
+	}
+	qp->attr = na;
+	s = &qp->attr;
 	if (next != cur || (mask & IBV_QP_STATE)) {
 		eng_qp_set_state(qp->eqp, next, core_now_ns());
 		s->qp_state = next;

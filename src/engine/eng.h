@@ -20,8 +20,8 @@
 #include "wire/roce/roce.h"
 
 #define ENG_MAX_SGE	  16
-#define ENG_MAX_INLINE	  256 /* bytes; inline data is copied into the WQE at post time */
-#define ENG_MAX_RD_ATOMIC 16
+#define ENG_MAX_INLINE	  256	     /* bytes; inline data is copied into the WQE at post time */
+#define ENG_MAX_RD_ATOMIC 128	     /* ORD and IRD per QP, as rxe's RXE_MAX_QP_RD_ATOM */
 #define ENG_MAX_MSG_SIZE  (1u << 31) /* 2 GiB, as rxe */
 /* A UD receive buffer starts with the 40-byte GRH (IBA 11.4.1.1); on RoCEv2 it holds the IP
  * header the packet came in (spec 10): IPv4 = 20 zero bytes then the 20-byte header. */
@@ -167,8 +167,9 @@ void *eng_qp_user(const struct eng_qp *qp);
 uint32_t eng_qp_num(const struct eng_qp *qp);
 
 /* Replaces the attribute set (any state). PSN fields take effect on the next transition into
- * RTR (rq_psn) / RTS (sq_psn). */
-void eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr);
+ * RTR (rq_psn) / RTS (sq_psn). The responder's resources and output queue grow here to what
+ * max_dest_rd_atomic needs: 0, or -ENOMEM with the QP unchanged. */
+int eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr);
 
 /* Moves the QP to `state` (the caller has checked the transition is legal). Entering ERR
  * flushes every outstanding and later-posted WR with IBV_WC_WR_FLUSH_ERR; RESET empties the

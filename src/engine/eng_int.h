@@ -27,9 +27,10 @@
 #define ENG_MAX_PKT_PER_ACK 64
 /* Responder output queue: ACK / NAK / atomic ACK / read response jobs, in PSN order. At most
  * IRD read and atomic jobs and one ACK between consecutive ones are needed with a requester
- * that respects its ORD; a request finding the queue full is dropped (drop_resp_busy) and
- * retried by its sender. The last slot is reserved for a fatal NAK. Power of two. */
-#define ENG_RESPQ_SIZE 64
+ * that respects its ORD, so the queue is sized for the IRD (eng_qp_set_attr), never below this;
+ * a request finding the queue full is dropped (drop_resp_busy) and retried by its sender. The
+ * last slot is reserved for a fatal NAK. Power of two. */
+#define ENG_RESPQ_MIN 64
 /* retry_cnt / rnr_retry value meaning "for ever" (rxe for retry_cnt, IBA for rnr_retry). */
 #define ENG_RETRY_INFINITE 7
 
@@ -198,11 +199,17 @@ struct eng_qp {
 		uint32_t resid;	 /* WRITE: bytes still expected */
 		uint32_t
 		    nres; /* responder resources in use: IRD rounded up, <= ENG_MAX_RD_ATOMIC */
-		uint32_t res_next; /* round robin */
-		struct eng_res res[ENG_MAX_RD_ATOMIC];
-		uint32_t q_head, q_tail;
-		struct eng_job q[ENG_RESPQ_SIZE];
+		uint32_t res_next;	 /* round robin */
+		uint32_t q_head, q_tail; /* free-running indices into respq */
 	} resp;
+
+	/* The responder's memory, sized for the IRD when it is set (eng_qp_set_attr: it only
+	 * grows, as rxe sizes its resources at modify) and kept across resets: the resources
+	 * (res[0..nres) in use) and the output queue (respq_mask + 1 jobs). */
+	struct eng_res *res;
+	uint32_t res_cap;
+	struct eng_job *respq;
+	uint32_t respq_mask;
 };
 
 /* ---- qp.c ---- */

@@ -217,6 +217,50 @@ static void kick(struct eng_qp *qp, uint64_t old_deadline)
 
 /* ---- create / destroy / attributes ---- */
 
+/* Responder memory for nres resources: the resource ring, and an output queue with room for
+ * nres read / atomic jobs, an ACK between each two and the slot kept for a fatal NAK. It only
+ * grows; jobs already queued keep their order. 0 or -ENOMEM (nothing changed). */
+static int resp_mem_fit(struct eng_qp *qp, uint32_t nres)
+{
+	uint32_t qsize = eng_pow2_at_least(2 * nres + 2);
+	struct eng_res *res = NULL;
+	struct eng_job *q = NULL;
+
+	if (qsize < ENG_RESPQ_MIN)
+		qsize = ENG_RESPQ_MIN;
+	if (nres > qp->res_cap) {
+		res = calloc(nres, sizeof(*res));
+		if (!res)
+			return -ENOMEM;
+	}
+	if (qsize > qp->respq_mask + 1 || !qp->respq) {
+		q = calloc(qsize, sizeof(*q));
+		if (!q) {
+			free(res);
+			return -ENOMEM;
+		}
+	}
+	if (res) {
+		if (qp->res_cap)
+			memcpy(res, qp->res, qp->res_cap * sizeof(*res));
+		free(qp->res);
+		qp->res = res;
+		qp->res_cap = nres;
+	}
+	if (q) {
+		uint32_t n = 0;
+
+		for (uint32_t i = qp->resp.q_head; i != qp->resp.q_tail; i++)
+			q[n++] = qp->respq[i & qp->respq_mask];
+		free(qp->respq);
+		qp->respq = q;
+		qp->respq_mask = qsize - 1;
+		qp->resp.q_head = 0;
+		qp->resp.q_tail = n;
+	}
+	return 0;
+}
+
 int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct eng_qp **out)
 {
 	struct eng_qp *qp;
@@ -258,6 +302,9 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 	if (err)
 		goto free_qp;
 	qp->sq_max = init->max_send_wr;
+	err = resp_mem_fit(qp, 0);
+	if (err)
+		goto free_queues;
 	qp->attr.pmtu = 256; /* IBA: a QP starts at the minimum MTU until INIT->RTR */
 	qp->attr.pkey = ROCE_DEFAULT_PKEY;
 	qp->state = IBV_QPS_RESET;
@@ -267,6 +314,8 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 	*out = qp;
 	return 0;
 
+free_queues:
+	eng_queues_fini(init, qp->sq, &qp->own_rq);
 free_qp:
 	free(qp);
 	return err;
@@ -277,6 +326,8 @@ void eng_qp_destroy(struct eng_qp *qp)
 	if (!qp)
 		return;
 	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
+	free(qp->res);
+	free(qp->respq);
 	free(qp);
 }
 
@@ -308,11 +359,15 @@ static uint32_t round_rd_atomic(uint8_t v)
 	return r > ENG_MAX_RD_ATOMIC ? ENG_MAX_RD_ATOMIC : r;
 }
 
-void eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr)
+int eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr)
 {
 	uint64_t old = eng_qp_deadline(qp);
 	uint32_t pmtu = attr->pmtu;
+	uint32_t nres = round_rd_atomic(attr->max_dest_rd_atomic);
+	int err = resp_mem_fit(qp, nres);
 
+	if (err)
+		return err;
 	qp->attr = *attr;
 	if (pmtu != 256 && pmtu != 512 && pmtu != 1024 && pmtu != 2048 && pmtu != 4096)
 		qp->attr.pmtu = 256;
@@ -323,10 +378,11 @@ void eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr)
 	qp->attr.rnr_retry &= 7;
 	qp->attr.min_rnr_timer &= ROCE_AETH_VALUE_MASK;
 	qp->req.ord = (uint8_t)round_rd_atomic(attr->max_rd_atomic);
-	qp->resp.nres = round_rd_atomic(attr->max_dest_rd_atomic);
+	qp->resp.nres = nres;
 	if (qp->resp.nres && qp->resp.res_next >= qp->resp.nres)
 		qp->resp.res_next = 0;
 	kick(qp, old);
+	return 0;
 }
 
 /* ---- state machine ---- */

@@ -11,7 +11,6 @@
 #include "engine/eng_int.h"
 
 #define SYND_ACK (ROCE_AETH_ACK | ROCE_AETH_CREDITS_UNLIMITED)
-#define Q_MASK	 (ENG_RESPQ_SIZE - 1)
 
 void eng_resp_reset(struct eng_qp *qp)
 {
@@ -19,6 +18,8 @@ void eng_resp_reset(struct eng_qp *qp)
 
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	qp->resp.nres = nres;
+	if (qp->res_cap)
+		memset(qp->res, 0, qp->res_cap * sizeof(*qp->res));
 }
 
 bool eng_resp_pending(const struct eng_qp *qp)
@@ -34,10 +35,10 @@ void eng_resp_drop_data(struct eng_qp *qp)
 		return;
 
 	for (uint32_t i = qp->resp.q_head; i != qp->resp.q_tail; i++) {
-		struct eng_job *j = &qp->resp.q[i & Q_MASK];
+		struct eng_job *j = &qp->respq[i & qp->respq_mask];
 
 		if (j->type != ENG_JOB_READ)
-			qp->resp.q[out++ & Q_MASK] = *j;
+			qp->respq[out++ & qp->respq_mask] = *j;
 	}
 	qp->resp.q_tail = out;
 }
@@ -112,7 +113,7 @@ static struct eng_job *q_tail_job(struct eng_qp *qp)
 {
 	if (q_len(qp) == 0)
 		return NULL;
-	return &qp->resp.q[(qp->resp.q_tail - 1) & Q_MASK];
+	return &qp->respq[(qp->resp.q_tail - 1) & qp->respq_mask];
 }
 
 static bool ack_coalesces(struct eng_qp *qp)
@@ -125,12 +126,12 @@ static bool ack_coalesces(struct eng_qp *qp)
 /* The last slot is kept for a fatal NAK, which must never be lost. */
 static bool q_room(struct eng_qp *qp)
 {
-	return q_len(qp) < ENG_RESPQ_SIZE - 1;
+	return q_len(qp) < qp->respq_mask;
 }
 
 static struct eng_job *q_push(struct eng_qp *qp)
 {
-	struct eng_job *j = &qp->resp.q[qp->resp.q_tail & Q_MASK];
+	struct eng_job *j = &qp->respq[qp->resp.q_tail & qp->respq_mask];
 
 	memset(j, 0, sizeof(*j));
 	qp->resp.q_tail++;
@@ -209,7 +210,7 @@ static void take_wqe(struct eng_qp *qp)
 static struct eng_res *find_res(struct eng_qp *qp, uint8_t type, uint32_t psn)
 {
 	for (uint32_t i = 0; i < qp->resp.nres; i++) {
-		struct eng_res *r = &qp->resp.res[i];
+		struct eng_res *r = &qp->res[i];
 
 		if (r->type == type && psn_cmp(psn, r->first_psn) >= 0 &&
 		    psn_cmp(psn, r->last_psn) <= 0)
@@ -321,7 +322,7 @@ static uint64_t do_atomic(void *host, uint8_t opcode, uint64_t swap_add, uint64_
 
 static struct eng_res *res_next(struct eng_qp *qp)
 {
-	struct eng_res *r = &qp->resp.res[qp->resp.res_next];
+	struct eng_res *r = &qp->res[qp->resp.res_next];
 
 	qp->resp.res_next = (qp->resp.res_next + 1) % qp->resp.nres;
 	memset(r, 0, sizeof(*r));
@@ -733,7 +734,7 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf)
 {
 	while (eng_resp_pending(qp)) {
-		struct eng_job *j = &qp->resp.q[qp->resp.q_head & Q_MASK];
+		struct eng_job *j = &qp->respq[qp->resp.q_head & qp->respq_mask];
 
 		out->bth.pkey = qp->attr.pkey;
 		out->bth.dqpn = qp->attr.dest_qpn;

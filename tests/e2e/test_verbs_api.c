@@ -46,7 +46,10 @@ static void queries(struct ibv_context *ctx)
 	CHECK_EQ(da.phys_port_cnt, 1);
 	CHECK(da.max_qp_wr >= 1024);
 	CHECK_EQ(da.atomic_cap, iw ? IBV_ATOMIC_NONE : IBV_ATOMIC_HCA); /* RDMAP has none */
-	CHECK(da.max_qp_rd_atom >= 1);
+	/* rxe and siw both allow 128 outstanding READs / atomics each way; perftest sets a QP's
+	 * max_rd_atomic to what the peer device advertises. */
+	CHECK_EQ(da.max_qp_rd_atom, 128);
+	CHECK_EQ(da.max_qp_init_rd_atom, 128);
 	struct ibv_device_attr_ex dax;
 	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &dax), 0);
 	CHECK_EQ(dax.orig_attr.max_qp_wr, da.max_qp_wr);

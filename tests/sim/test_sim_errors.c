@@ -426,6 +426,36 @@ static void ord_limit(void)
 	sim_fini(&s);
 }
 
+/* rxe's limits: ORD and IRD 128 (perftest takes the peer's advertised 128). All 128 READs are
+ * in flight at once, the responder queues all their responses without dropping a request, and
+ * nothing is retransmitted. */
+static void ord_ird_max(void)
+{
+	struct sim_qp_cfg cfg = {0};
+	struct ord_probe probe = {0};
+	const int n = 200;
+
+	cfg.max_rd_atomic = ENG_MAX_RD_ATOMIC;
+	cfg.max_dest_rd_atomic = ENG_MAX_RD_ATOMIC;
+	CHECK_EQ(ENG_MAX_RD_ATOMIC, 128);
+	setup_cfg(&cfg, ALL_ACCESS);
+	s.tap = count_reads;
+	s.tap_arg = &probe;
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(sim_post_send(A, qa, 1 + i, IBV_WR_RDMA_READ, a_dst, 300u * i, 300,
+				       sim_va(b_src, 300u * i), b_src->key, IBV_SEND_SIGNALED),
+			 0);
+	run_idle();
+	for (int i = 0; i < n; i++)
+		SIM_EXPECT_WC(A, 1 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 300);
+	CHECK_MEM(a_dst->host, b_src->host, 300u * n);
+	CHECK_EQ(probe.reqs, n);
+	CHECK_EQ(probe.max, 128);
+	CHECK_EQ(eng_qp_counters(qb)[ENG_CNT_drop_resp_busy], 0);
+	CHECK_EQ(eng_qp_counters(qa)[ENG_CNT_retransmits], 0);
+	sim_fini(&s);
+}
+
 /* ---- fence ---- */
 
 struct fence_probe {
@@ -787,6 +817,7 @@ int main(void)
 	peer_gone(3);
 	peer_gone(1);
 	ord_limit();
+	ord_ird_max();
 	fence();
 	dup_atomic();
 	sqd();
