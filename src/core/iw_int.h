@@ -31,8 +31,15 @@ struct iwp_conn {
 	 * peer's stream between messages leaves the QP as it is - as a RoCE QP whose peer was
 	 * destroyed - instead of flushing it; the next send finds the connection gone. */
 	bool lenient_eof;
-	bool peer_done;	 /* the peer's stream ended that way: we read no more */
-	uint32_t events; /* epoll interest registered */
+	bool peer_done; /* the peer's stream ended that way: we read no more */
+	/* Nudges after an MPA exchange we initiated (iw_qp_nudge: Linux siw as responder leaves
+	 * bytes that arrive right after its Reply unread until more bytes come): the k-th at
+	 * 2^k ms after RTS (1 .. 512 ms), each only if FPDUs of ours went out since RTS.
+	 * nudge_next 0: no more. */
+	uint8_t nudge_n;
+	uint64_t nudge_base, nudge_next;
+	uint64_t nudge_fpdus; /* our FPDUs (nudges excluded) at RTS */
+	uint32_t events;      /* epoll interest registered */
 	struct iwp_conn *next;
 };
 
@@ -46,9 +53,11 @@ struct iwp {
 	bool has_thread;
 	atomic_bool stop;
 	_Atomic uint64_t last_app;
-	uint8_t crc;	      /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
-	struct iwp_rdv *rdv;  /* auto-connect (iw_rdv.c), created at the first QP */
-	uint64_t peer_closed; /* auto-connected streams the peer ended between messages */
+	uint8_t crc; /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
+	bool nudge;  /* nudge connections we initiate (SOFTRDMA_IW_NUDGE, default on) */
+	_Atomic uint64_t next_timer; /* the earliest nudge due on any connection, 0: none */
+	struct iwp_rdv *rdv;	     /* auto-connect (iw_rdv.c), created at the first QP */
+	uint64_t peer_closed;	     /* auto-connected streams the peer ended between messages */
 	uint8_t discard[4096];
 	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
 };

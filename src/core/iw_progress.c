@@ -31,6 +31,8 @@
 #define WAIT_MS 20
 /* The handshake polls at least this often (its own deadline may be earlier). */
 #define HS_POLL_MS 50
+/* Nudges per connection we initiate (see struct iwp_conn): at 1, 2, 4 ... 512 ms. */
+#define NUDGES 10
 
 int iwp_crc_policy(const char *s)
 {
@@ -58,6 +60,8 @@ int iwp_create(struct core_ctx *core, struct iwp **out)
 		return crc;
 	}
 	p->crc = (uint8_t)crc;
+	const char *nudge = getenv(IWP_NUDGE_ENV);
+	p->nudge = !nudge || strcmp(nudge, "0") != 0;
 	pthread_mutex_init(&p->accept_lock, NULL);
 	*out = p;
 	return 0;
@@ -208,6 +212,29 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 	return did;
 }
 
+static uint64_t data_fpdus(const struct iw_qp *qp)
+{
+	const uint64_t *c = iw_qp_counters(qp);
+	return c[IW_CNT_tx_fpdus] - c[IW_CNT_tx_nudges];
+}
+
+/* A nudge is due: a zero-length Write goes out if FPDUs of ours went out since RTS (only those
+ * can be sitting unread at the peer; an earlier nudge may have landed in the same blind
+ * window), then the next is scheduled. */
+static void nudge_step(struct iwp_conn *k, uint64_t now)
+{
+	if (now < k->nudge_next)
+		return;
+	if (k->peer_done) { /* the peer's stream ended: nothing of ours is read any more */
+		k->nudge_next = 0;
+		return;
+	}
+	if (data_fpdus(k->qp) != k->nudge_fpdus)
+		(void)iw_qp_nudge(k->qp); /* -EBUSY: bytes are going out anyway */
+	k->nudge_n++;
+	k->nudge_next = k->nudge_n < NUDGES ? k->nudge_base + (1000000ull << k->nudge_n) : 0;
+}
+
 /* Discards input after our Terminate; true once the peer has closed. */
 static bool conn_drain(struct iwp *p, struct iwp_conn *k)
 {
@@ -238,6 +265,8 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 	}
 	if (rx && !k->dead && !k->peer_done)
 		did |= conn_rx(p, k, now);
+	if (k->nudge_next && !k->dead)
+		nudge_step(k, now);
 	if (!k->dead)
 		did |= conn_tx(k, now, &idle);
 	if (k->dead) {
@@ -268,7 +297,7 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 
 static bool run_all(struct iwp *p, bool rx)
 {
-	uint64_t now = core_now_ns();
+	uint64_t now = core_now_ns(), timer = 0;
 	bool did = false;
 	struct iwp_conn **pp = &p->conns;
 	while (*pp) {
@@ -280,8 +309,11 @@ static bool run_all(struct iwp *p, bool rx)
 			continue;
 		}
 		did |= k->more;
+		if (k->nudge_next && (!timer || k->nudge_next < timer))
+			timer = k->nudge_next;
 		pp = &k->next;
 	}
+	atomic_store_explicit(&p->next_timer, timer, memory_order_relaxed);
 	return did;
 }
 
@@ -340,7 +372,14 @@ static void *iwp_main(void *arg)
 		}
 		nap = APP_GRACE_NS;
 		struct epoll_event evs[16];
-		int n = epoll_wait(p->epfd, evs, 16, WAIT_MS);
+		uint64_t timer = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
+		int wait_ms = WAIT_MS;
+		if (timer)
+			wait_ms = timer <= now ? 0
+				  : timer - now < WAIT_MS * 1000000ull
+				      ? (int)((timer - now + 999999) / 1000000)
+				      : WAIT_MS;
+		int n = epoll_wait(p->epfd, evs, 16, wait_ms);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == p) {
 				uint64_t v;
@@ -351,7 +390,7 @@ static void *iwp_main(void *arg)
 		}
 		if (atomic_load(&p->stop))
 			break;
-		if (n <= 0)
+		if (n <= 0 && !(timer && core_now_ns() >= timer))
 			continue;
 		/* Passive side: a WRITE / READ target that does not poll. The first pass waits
 		 * for the lock (sockets stay readable until someone reads them, so giving up
@@ -569,6 +608,16 @@ int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tc
 		rx_used[i] = info.rx_msn_used[i];
 	}
 	iw_qp_set_rtr(qp, tx_used, rx_used, info.orq_rtr);
+	/* Auto-connect's peers are softrdma (only it speaks the rendezvous): no nudges. */
+	if (p->nudge && info.role == IW_CONN_INITIATOR && !lenient) {
+		k->nudge_base = now;
+		k->nudge_next = now + 1000000ull;
+		k->nudge_fpdus = data_fpdus(qp);
+		uint64_t one = 1;
+		if (write(p->kickfd, &one, sizeof(one)) < 0) {
+			/* the thread looks at the timer within WAIT_MS anyway */
+		}
+	}
 	k->next = p->conns;
 	p->conns = k;
 	if (nleft) {

@@ -32,6 +32,10 @@ struct iwp;
 #define IWP_CRC_ENV "SOFTRDMA_IW_CRC"
 int iwp_crc_policy(const char *s);
 
+/* SOFTRDMA_IW_NUDGE=0 turns off the nudges (zero-length RDMA Writes, iw_qp_nudge) that
+ * connections we initiate send during their first 512 ms, for Linux siw's responder. */
+#define IWP_NUDGE_ENV "SOFTRDMA_IW_NUDGE"
+
 /* Creates the state of one context; binds nothing. 0, -ENOMEM, or -EINVAL (bad
  * SOFTRDMA_IW_CRC). */
 int iwp_create(struct core_ctx *core, struct iwp **out);

@@ -211,6 +211,18 @@ int iw_qp_tx_done(struct iw_qp *qp, size_t n);
  * caller should close the TCP connection now. */
 bool iw_qp_tx_finished(const struct iw_qp *qp);
 
+/* Queues a zero-length RDMA Write (STag 1, TO 0, L set: the frame siw uses as an RFC 6581
+ * RTR) to go out when the transmit side has nothing else to send: it places nothing and
+ * completes nothing at the peer (RFC 5040 allows zero-length RDMA Writes; siw and iw_rx.c
+ * check nothing for them), but it is new bytes on the stream. Why: Linux siw as MPA
+ * responder hands the socket to its QP only after sending the MPA Reply, and stream bytes that
+ * arrive in between stay unread until more bytes arrive (its socket callback ignores data in
+ * that state; siw_accept in Linux 6.1). An initiator that sends its first FPDU at once and
+ * then waits for an answer (rping) would wait for ever; core/ nudges such connections
+ * (iw_progress.c). Returns 0; -EBUSY if a message is in progress or due (its bytes do the
+ * same; nothing queued); -EINVAL if the QP is not in RTS / SQD. */
+int iw_qp_nudge(struct iw_qp *qp);
+
 /* ---- errors ----
  * Every violation found on the receive side (in this order: the stream parser's checks,
  * then per message: interleaving, MSN, MO, receive buffer, STag, PD, access, TO wrap,
@@ -246,9 +258,11 @@ int iw_qp_term_sent(const struct iw_qp *qp, struct iw_term *out);
 	X(rx_payload_copied, "payload bytes copied by the engine (not read in place)")             \
 	X(rx_sends, "Send messages completed")                                                     \
 	X(rx_writes, "RDMA Write messages placed")                                                 \
+	X(rx_zero_writes, "zero-length RDMA Writes received (nudges, RTR frames): nothing placed") \
 	X(rx_read_reqs, "RDMA Read Requests accepted")                                             \
 	X(rx_read_resps, "RDMA Read Responses completed")                                          \
 	X(drop_bad_state, "stream bytes refused: QP not in RTS / SQD")                             \
+	X(tx_nudges, "zero-length RDMA Writes sent as nudges (iw_qp_nudge)")                       \
 	X(drop_tx_aborted, "bytes of a half-sent FPDU abandoned on ERR")                           \
 	X(term_rcvd_rdmap_catastrophic, "Terminates received: RDMAP local catastrophic")           \
 	X(term_rcvd_rdmap_protection, "Terminates received: RDMAP remote protection")              \
@@ -288,7 +302,7 @@ const uint64_t *iw_qp_counters(const struct iw_qp *qp);
 #include "engine/eng_int.h"
 
 /* Where the transmit side takes the current message from. */
-enum iw_tx_src { IW_TX_NONE, IW_TX_TERM, IW_TX_RRESP, IW_TX_SQ };
+enum iw_tx_src { IW_TX_NONE, IW_TX_TERM, IW_TX_RRESP, IW_TX_SQ, IW_TX_NUDGE };
 
 /* An inbound Read Request, accepted and waiting to be answered (RFC 5040 4.4; siw IRQ). */
 struct iw_irqe {
@@ -347,6 +361,7 @@ struct iw_txs {
 	struct iw_tx b; /* the wire layer's FPDU builder for it */
 	uint32_t wqe;	/* IW_TX_SQ: its SQ index */
 	uint32_t irq_burst;
+	bool nudge_pending; /* iw_qp_nudge: a zero-length Write when nothing else goes */
 	/* The FPDU being handed to TCP. */
 	bool fpdu;
 	bool fpdu_last; /* it ends its message */

@@ -360,7 +360,10 @@ static int on_end(struct iw_qp *qp, const struct iw_rx_ev *ev)
 	r->off = 0;
 	switch (op) {
 	case IW_OP_WRITE:
-		if (r->last)
+		/* A zero-length Write (a nudge, an RTR frame) places nothing: counted apart. */
+		if (r->last && r->pay_len == 0)
+			IW_INC(qp, rx_zero_writes);
+		else if (r->last)
 			IW_INC(qp, rx_writes);
 		return 0;
 	case IW_OP_READ_RESP:

@@ -55,7 +55,8 @@ bool iw_tx_ready(const struct iw_qp *qp)
 		return qp->tx.term_pending || qp->sq_flush_pending;
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
-	return qp->tx.active || qp->irq_head != qp->irq_tail || sq_startable(qp);
+	return qp->tx.active || qp->irq_head != qp->irq_tail || sq_startable(qp) ||
+	       qp->tx.nudge_pending;
 }
 
 /* ---- starting a message ---- */
@@ -125,6 +126,23 @@ static int start_sq(struct iw_qp *qp)
 	return 0;
 }
 
+/* The zero-length RDMA Write of iw_qp_nudge: tagged, L set, STag 1, TO 0 (iwarp.md: siw's
+ * RTR Write). It is a whole message, so it never interleaves with another tagged one. */
+static int start_nudge(struct iw_qp *qp)
+{
+	struct iw_hdr h;
+
+	qp->tx.nudge_pending = false;
+	iw_hdr_init(&h, IW_OP_WRITE);
+	h.stag = 1;
+	h.to = 0;
+	if (iw_tx_init(&qp->tx.b, &h, 0, qp->attr.mulpdu, qp->attr.crc) < 0)
+		return -EINVAL;
+	qp->tx.src = IW_TX_NUDGE;
+	qp->tx.active = true;
+	return 0;
+}
+
 /* Picks the next message (siw_activate_tx): Read Responses first, but at most
  * IW_RRESP_BURST in a row while send WQEs wait. Returns true if one was started. */
 static bool start_message(struct iw_qp *qp)
@@ -139,7 +157,19 @@ static bool start_message(struct iw_qp *qp)
 		qp->tx.irq_burst = 0;
 		return start_sq(qp) == 0;
 	}
+	if (qp->tx.nudge_pending)
+		return start_nudge(qp) == 0;
 	return false;
+}
+
+int iw_qp_nudge(struct iw_qp *qp)
+{
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return -EINVAL;
+	if (qp->tx.active || qp->tx.fpdu || qp->irq_head != qp->irq_tail || sq_startable(qp))
+		return -EBUSY;
+	qp->tx.nudge_pending = true;
+	return 0;
 }
 
 /* ---- framing one FPDU ---- */
@@ -314,7 +344,9 @@ static void message_done(struct iw_qp *qp)
 	struct iw_txs *t = &qp->tx;
 
 	t->active = false;
-	if (t->src == IW_TX_RRESP) {
+	if (t->src == IW_TX_NUDGE) {
+		IW_INC(qp, tx_nudges);
+	} else if (t->src == IW_TX_RRESP) {
 		qp->irq_head++; /* the IRQ slot is free again */
 	} else if (t->src == IW_TX_SQ) {
 		struct eng_swqe *w = iw_swqe_at(qp, t->wqe);

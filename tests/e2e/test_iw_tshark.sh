@@ -37,6 +37,9 @@ for _ in $(seq 50); do grep -q "Capturing on" "$dir/tshark.log" && break; sleep 
 sleep 0.3
 grep -q "Capturing on" "$dir/tshark.log" && kill -0 "$cap" 2>/dev/null || no_capture
 fail=0
+# Exact message counts below: no nudges (zero-length Writes an MPA initiator sends in its
+# first 512 ms; test_iw_nudge covers them).
+export SOFTRDMA_IW_NUDGE=0
 timeout 60 "$gen" -p "$port_on" -c on >"$dir/on.log" 2>&1 || { echo "FAIL: iw_traffic -c on:"; cat "$dir/on.log"; fail=1; }
 timeout 60 "$gen" -p "$port_off" -c off >"$dir/off.log" 2>&1 || { echo "FAIL: iw_traffic -c off:"; cat "$dir/off.log"; fail=1; }
 [ $fail -eq 0 ] || exit 1

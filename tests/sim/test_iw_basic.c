@@ -529,6 +529,49 @@ static void rtr(void)
 	free(w);
 }
 
+/* iw_qp_nudge: a zero-length RDMA Write (STag 1, TO 0, L) when nothing else goes; refused
+ * while a message is due or outside RTS; the receiver places and completes nothing. */
+static void nudge(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *amr;
+	struct iw_fpdu f;
+	uint8_t buf[256];
+	size_t n, used = 0;
+
+	REQUIRE(w);
+	iwsim_init(w, seed + 800, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 4096, ACC_ALL);
+	CHECK_EQ(iw_qp_nudge(w->qp[SIM_A]), 0);
+	n = iwsim_drain_tx(w->qp[SIM_A], buf, sizeof(buf));
+	REQUIRE(n > 0);
+	REQUIRE(iw_fpdu_decode(buf, n, false, 0, &f) == (int)n);
+	CHECK_EQ(f.hdr.opcode, IW_OP_WRITE);
+	CHECK(f.hdr.tagged);
+	CHECK(f.hdr.last);
+	CHECK_EQ(f.hdr.stag, 1);
+	CHECK_EQ(f.hdr.to, 0);
+	CHECK_EQ(f.payload_len, 0);
+	CHECK_EQ(iw_qp_counters(w->qp[SIM_A])[IW_CNT_tx_nudges], 1);
+	CHECK_EQ(iw_qp_counters(w->qp[SIM_A])[IW_CNT_tx_fpdus], 1);
+	/* B takes it: nothing placed, no completion, still RTS. */
+	CHECK_EQ(iw_qp_rx_bytes(w->qp[SIM_B], buf, n, &used, 0), 0);
+	CHECK_EQ(used, n);
+	CHECK_EQ(iw_qp_counters(w->qp[SIM_B])[IW_CNT_rx_zero_writes], 1);
+	CHECK_EQ(iw_qp_counters(w->qp[SIM_B])[IW_CNT_rx_writes], 0);
+	CHECK_EQ(cq_count(&w->s.node[SIM_B]), 0);
+	CHECK_EQ(iw_qp_state(w->qp[SIM_B]), IBV_QPS_RTS);
+	/* A message due: its bytes do the job, no nudge is queued. */
+	REQUIRE(iwsim_post_send(w, SIM_A, 1, IBV_WR_RDMA_WRITE, amr, 0, 100, 0, 0, 0, 0) == 0);
+	CHECK_EQ(iw_qp_nudge(w->qp[SIM_A]), -EBUSY);
+	iw_qp_set_state(w->qp[SIM_A], IBV_QPS_ERR, 0);
+	CHECK_EQ(iw_qp_nudge(w->qp[SIM_A]), -EINVAL);
+	CHECK_EQ(iw_qp_counters(w->qp[SIM_A])[IW_CNT_tx_nudges], 1);
+	iwsim_fini(w);
+	free(w);
+}
+
 int main(void)
 {
 	clock_t t0 = clock();
@@ -539,6 +582,7 @@ int main(void)
 	ord_fence();
 	srq();
 	rtr();
+	nudge();
 	batch();
 	matrix();
 	big();
