@@ -41,6 +41,7 @@ static struct {
 	/* RoCE: this process's CM endpoint (core/gsi.h): comm IDs are tag << 16 | seq */
 	int gsi_fd;
 	uint16_t tag, seq;
+	pid_t pid; /* the process the ids belong to (a fork child's exit leaves them alone) */
 } cm = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -695,6 +696,7 @@ static struct cm_id *id_new(struct cm_channel *ch, void *context, enum rdma_port
 	id->state = CM_IDLE;
 	id->next = cm.ids;
 	cm.ids = id;
+	cm.pid = getpid();
 	return id;
 }
 
@@ -848,6 +850,24 @@ int sr_rdma_destroy_id(struct rdma_cm_id *rid)
 	return 0;
 }
 CM_ALIAS(destroy_id);
+
+/* When a process ends, the kernel closes its rdma_cm ids (ucma's release) as rdma_destroy_id
+ * would: a connected RoCE id sends its DREQ, so the peer is DISCONNECTED at once. Programs rely
+ * on it: perftest's ib_atomic_lat server returns from main with its ids connected, and rxe's
+ * client then waited over a minute in rdma_disconnect for the DREP of a process that was gone.
+ * So at exit every RoCE id still talking to a peer says goodbye the same way (DREQ, or the REJ
+ * of a handshake in progress), once. iWARP's TCP connections close with the process. */
+__attribute__((destructor)) static void cm_at_exit(void)
+{
+	if (!cm.ids || cm.pid != getpid())
+		return;
+	if (pthread_mutex_trylock(&cm.lock) != 0)
+		return; /* a thread is inside the CM: walking its ids is not safe */
+	for (struct cm_id *id = cm.ids; id; id = id->next)
+		if (!id->destroying && id->tr == CM_TR_ROCE)
+			cm_roce_destroy(id);
+	pthread_mutex_unlock(&cm.lock);
+}
 
 int sr_rdma_migrate_id(struct rdma_cm_id *rid, struct rdma_event_channel *channel)
 {
