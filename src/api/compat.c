@@ -212,20 +212,27 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned i
 	return 0;
 }
 
+/* Every valid entry, or -EINVAL if they do not all fit: the kernel's query (and rdma-core's
+ * sysfs fallback) fails rather than return part of the table, so a caller never mistakes a
+ * prefix for the whole. */
 ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 			     size_t max_entries, uint32_t flags, size_t entry_size)
 {
 	if (!context || (max_entries && !entries) || flags || entry_size < sizeof(*entries))
 		return -EINVAL;
 	size_t n = 0;
-	for (uint32_t i = 0; n < max_entries; i++) {
-		int r = _ibv_query_gid_ex(
-		    context, 1, i, (struct ibv_gid_entry *)((char *)entries + n * entry_size), 0,
-		    entry_size);
+	for (uint32_t i = 0;; i++) {
+		struct ibv_gid_entry e;
+		int r = _ibv_query_gid_ex(context, 1, i, &e, 0, sizeof(e));
 		if (r == ENODATA)
 			break;
 		if (r)
 			return -r;
+		if (n == max_entries)
+			return -EINVAL;
+		char *dst = (char *)entries + n * entry_size;
+		memset(dst, 0, entry_size);
+		memcpy(dst, &e, sizeof(e));
 		n++;
 	}
 	return (ssize_t)n;

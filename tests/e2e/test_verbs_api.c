@@ -22,7 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUF 65536
+#define BUF		65536
+#define SR_TEST_MAX_GID 64
 
 static const char *dev_name = "roce_lo"; /* $SOFTRDMA_TEST_DEV or --dev */
 static bool iw;				 /* the device is iWARP */
@@ -68,6 +69,17 @@ static void queries(struct ibv_context *ctx)
 	CHECK_MEM(ge.gid.raw, lo_v4, 16);
 	CHECK(ibv_query_gid_ex(ctx, 1, 200, &ge, 0) != 0);
 	CHECK(ibv_query_gid(ctx, 1, 200, &gid) != 0);
+	/* The whole table, or EINVAL when it does not fit (regression: a too-small buffer gave a
+	 * count, as if the table were that short; rdma-core and the kernel fail instead). */
+	struct ibv_gid_entry tbl[SR_TEST_MAX_GID];
+	ssize_t ng = ibv_query_gid_table(ctx, tbl, SR_TEST_MAX_GID, 0);
+	CHECK(ng >= 1 && ng <= pa.gid_tbl_len);
+	CHECK_MEM(tbl[0].gid.raw, lo_v4, 16);
+	CHECK_EQ(tbl[0].gid_index, 0);
+	CHECK_EQ(tbl[0].port_num, 1);
+	CHECK_EQ(ibv_query_gid_table(ctx, tbl, (size_t)ng, 0), ng);
+	CHECK_EQ(ibv_query_gid_table(ctx, tbl, (size_t)ng - 1, 0), -EINVAL);
+	CHECK_EQ(ibv_query_gid_table(ctx, NULL, 0, 0), -EINVAL);
 	__be16 pkey;
 	CHECK_EQ(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
 	CHECK_EQ(be16toh(pkey), 0xFFFF);
