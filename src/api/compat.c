@@ -251,18 +251,6 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr 
 
 /* ---- not (yet) supported ---- */
 
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
-		 int access)
-{
-	(void)mr;
-	(void)flags;
-	(void)pd;
-	(void)addr;
-	(void)length;
-	(void)access;
-	return IBV_REREG_MR_ERR_INPUT; /* as providers without rereg */
-}
-
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
 				 int fd, int access)
 {

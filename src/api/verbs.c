@@ -109,6 +109,55 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
+/* ibv_rereg_mr(3): a new PD, access or range for a registered region, in place. The keys stay
+ * (the caller reads them back from the MR either way). The change is made under the core
+ * lock, so every access the engine checks after it sees the new region, none a mixture.
+ * Errors as rdma-core: IBV_REREG_MR_ERR_INPUT for what libibverbs itself rejects,
+ * IBV_REREG_MR_ERR_CMD for what the kernel would, errno set for both. iWARP devices refuse it
+ * with EOPNOTSUPP, as siw (and rdma-core's default for a provider without rereg): callers fall
+ * back to dereg + reg there. */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		 int access)
+{
+	struct sr_mr *mr = (struct sr_mr *)ibmr;
+	bool new_pd = flags & IBV_REREG_MR_CHANGE_PD;
+	bool new_range = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	bool new_access = flags & IBV_REREG_MR_CHANGE_ACCESS;
+	if (!ibmr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) || (new_range && (!addr || !length)) ||
+	    (access && !new_access)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (sr_ctx(ibmr->context)->dev->iwarp) {
+		errno = EOPNOTSUPP; /* libibverbs' answer for a provider without rereg_mr */
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((new_pd && (!pd || pd->context != ibmr->context)) ||
+	    (new_access && obj_mr_check_access((unsigned)access) < 0)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	struct sr_context *ctx = sr_ctx(ibmr->context);
+	core_lock(ctx->core);
+	if (new_pd)
+		mr->omr.pd = pd->handle;
+	if (new_access)
+		mr->omr.access = (unsigned)access;
+	if (new_range) {
+		mr->omr.addr = addr;
+		mr->omr.length = length;
+		mr->omr.iova = (uintptr_t)addr;
+	}
+	core_unlock(ctx->core);
+	if (new_pd)
+		ibmr->pd = pd;
+	if (new_range) {
+		ibmr->addr = addr;
+		ibmr->length = length;
+	}
+	return 0;
+}
+
 /* ---- completion channels and CQs ---- */
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)

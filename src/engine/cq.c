@@ -55,3 +55,24 @@ int eng_cq_push(struct eng_cq *cq, const struct ibv_wc *wc, bool solicited)
 	}
 	return 0;
 }
+
+uint32_t eng_cq_clean(struct eng_cq *cq, uint32_t qpn)
+{
+	if (!cq)
+		return 0;
+	/* Compacts towards the tail: the kept completions keep their order and the head moves up
+	 * by the number removed. */
+	uint32_t dst = cq->tail;
+	for (uint32_t src = cq->tail; src != cq->head;) {
+		src--;
+		const struct ibv_wc *wc = &cq->ring[src & cq->mask];
+		if (wc->qp_num == qpn)
+			continue;
+		dst--;
+		if (dst != src)
+			cq->ring[dst & cq->mask] = *wc;
+	}
+	uint32_t removed = dst - cq->head;
+	cq->head = dst;
+	return removed;
+}

@@ -54,6 +54,11 @@ int eng_cq_poll(struct eng_cq *cq, int n, struct ibv_wc *wc);
 /* Appends one completion (engine internal, public for tests). solicited: the completion is of
  * a receive whose message had SE set. Returns 0 or -ENOSPC (sets overflow). */
 int eng_cq_push(struct eng_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Removes the completions of QP number qpn not yet polled, keeping the others in order (a QP
+ * moved to RESET takes back its completions, as mlx4's and mlx5's providers clean the CQ then:
+ * a reused QP never hands out completions of work its owner has written off). Returns how
+ * many were removed. NULL cq: none. */
+uint32_t eng_cq_clean(struct eng_cq *cq, uint32_t qpn);
 
 /* ---- receive queue (one per QP, or shared: SRQ) ---- */
 

@@ -313,6 +313,158 @@ static void reconnect(struct end *a, struct end *b, int q)
 	CHECK_MEM(a->buf + 4096, b->buf, 64);
 }
 
+static void post_recv_at(struct end *e, int q, uint8_t *addr, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = e->mr->lkey};
+	struct ibv_recv_wr r = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
+	CHECK_EQ(ibv_post_recv(e->qp[q], &r, &bad), 0);
+}
+
+/* Memory-region calls beyond reg / dereg (regressions from rdma-core's pyverbs suite):
+ * IBV_ACCESS_MW_BIND is a valid registration flag (rxe accepts it); ibv_rereg_mr changes
+ * access, range and PD in place on RoCE, fails with EOPNOTSUPP on iWARP as on siw, and sets
+ * errno on every failure (it returned IBV_REREG_MR_ERR_INPUT with errno untouched); a QP moved
+ * to RESET takes back its unpolled completions (its flushes here), so a reused QP does not
+ * hand them out later. */
+static void mr_calls(struct ibv_device *dev)
+{
+	struct end a, b;
+	end_open(&a, dev, false);
+	end_open(&b, dev, false);
+	struct ibv_mr *mw =
+	    ibv_reg_mr(a.pd, a.buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	CHECK(mw != NULL);
+	if (mw)
+		CHECK_EQ(ibv_dereg_mr(mw), 0);
+
+	/* What libibverbs itself rejects: IBV_REREG_MR_ERR_INPUT, EINVAL. */
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(b.mr, 1 << 5, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL, 0, 0),
+		 IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_PD, b.pd, NULL, 0, IBV_ACCESS_LOCAL_WRITE),
+		 IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(errno, EINVAL);
+	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	if (iw) {
+		errno = 0;
+		CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, rw),
+			 IBV_REREG_MR_ERR_INPUT);
+		CHECK_EQ(errno, EOPNOTSUPP);
+		end_close(&a);
+		end_close(&b);
+		return;
+	}
+	/* What the kernel would reject: IBV_REREG_MR_ERR_CMD, EINVAL. */
+	errno = 0;
+	CHECK_EQ(
+	    ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_REMOTE_WRITE),
+	    IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_PD, a.pd, NULL, 0, 0),
+		 IBV_REREG_MR_ERR_CMD);
+	CHECK_EQ(errno, EINVAL);
+
+	union ibv_gid ga, gb;
+	ibv_query_gid(a.ctx, 1, 0, &ga);
+	ibv_query_gid(b.ctx, 1, 0, &gb);
+	connect_qp(a.qp[0], b.qp[0]->qp_num, 0, gb);
+	connect_qp(b.qp[0], a.qp[0]->qp_num, 0, ga);
+	struct ibv_qp_attr acc = {.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	CHECK_EQ(ibv_modify_qp(b.qp[0], &acc, IBV_QP_ACCESS_FLAGS), 0);
+	struct ibv_wc wc[4];
+
+	/* Access: b's region (local write only) takes remote writes once reregistered. */
+	uint32_t key = b.mr->rkey;
+	CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, rw), 0);
+	CHECK_EQ(b.mr->rkey, key);
+	memset(a.buf, 0x5a, 256);
+	struct ibv_sge sge = {.addr = (uintptr_t)a.buf, .length = 256, .lkey = a.mr->lkey};
+	struct ibv_send_wr w = {.wr_id = 30,
+				.sg_list = &sge,
+				.num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = {.remote_addr = (uintptr_t)b.buf + 512, .rkey = key}},
+			   *bad;
+	CHECK_EQ(ibv_post_send(a.qp[0], &w, &bad), 0);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_MEM(b.buf + 512, a.buf, 256);
+
+	/* Range: b's region becomes its buffer's second half; a receive there gets the SEND. */
+	uint8_t *half = b.buf + BUF / 2;
+	CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, half, BUF / 2, 0), 0);
+	CHECK(b.mr->addr == half);
+	CHECK_EQ(b.mr->length, BUF / 2);
+	post_recv_at(&b, 0, half + 100, 100, 31);
+	memset(a.buf, 0x6b, 100);
+	send_msg(&a, 0, 100, 0, 32);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(drain(b.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].wr_id, 31);
+	CHECK_MEM(half + 100, a.buf, 100);
+	/* ... and a receive in the first half, outside the region now, fails: the sender is
+	 * told Remote Operational Error (the responder's NAK), both QPs end in ERR. */
+	post_recv_at(&b, 0, b.buf, 100, 33);
+	post_recv_at(&b, 0, half, 100, 34);  /* flushed */
+	post_recv_at(&a, 0, a.buf, 100, 35); /* flushed */
+	send_msg(&a, 0, 100, 0, 36);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 36);
+	CHECK_EQ(wc[0].status, IBV_WC_REM_OP_ERR);
+	CHECK_EQ(drain(b.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 33);
+	CHECK(wc[0].status != IBV_WC_SUCCESS);
+
+	/* RESET takes back the flushes not yet polled (34 on b, 35 on a): the reused pair starts
+	 * with empty CQs. */
+	struct ibv_qp_attr rst = {.qp_state = IBV_QPS_RESET};
+	struct timespec ms = {0, 20000000};
+	nanosleep(&ms, NULL); /* let the flushes land */
+	CHECK_EQ(ibv_modify_qp(a.qp[0], &rst, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_modify_qp(b.qp[0], &rst, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_poll_cq(a.cq, 4, wc), 0);
+	CHECK_EQ(ibv_poll_cq(b.cq, 4, wc), 0);
+
+	/* PD: b's region moved to another PD is out of reach of b's QP, and back in reach when
+	 * moved back. */
+	struct ibv_pd *pd2 = ibv_alloc_pd(b.ctx);
+	REQUIRE(pd2);
+	CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0), 0);
+	CHECK(b.mr->pd == pd2);
+	connect_qp(a.qp[0], b.qp[0]->qp_num, 0, gb);
+	connect_qp(b.qp[0], a.qp[0]->qp_num, 0, ga);
+	post_recv_at(&b, 0, half, 100, 37);
+	send_msg(&a, 0, 100, 0, 38);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_REM_OP_ERR);
+	CHECK_EQ(drain(b.cq, wc, 1), 1);
+	CHECK(wc[0].status != IBV_WC_SUCCESS);
+	CHECK_EQ(ibv_modify_qp(a.qp[0], &rst, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_modify_qp(b.qp[0], &rst, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_PD, b.pd, NULL, 0, 0), 0);
+	connect_qp(a.qp[0], b.qp[0]->qp_num, 0, gb);
+	connect_qp(b.qp[0], a.qp[0]->qp_num, 0, ga);
+	post_recv_at(&b, 0, half, 100, 39);
+	send_msg(&a, 0, 100, 0, 40);
+	CHECK_EQ(drain(a.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(drain(b.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].wr_id, 39);
+	end_close(&a);
+	end_close(&b);
+	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (getenv("SOFTRDMA_TEST_DEV") && *getenv("SOFTRDMA_TEST_DEV"))
@@ -476,6 +628,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(wc[0].wr_id, 10);
 	end_close(&a);
 	end_close(&b);
+	mr_calls(dev);
 	ibv_free_device_list(list);
 	return check_exit();
 }
