@@ -811,12 +811,14 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init)
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
-	(void)mask; /* everything is cheap to report */
+	/* Everything is cheap to report: the mask only decides the copy below. */
 	core_lock(qp->ctx->core);
 	*attr = qp->attr;
 	attr->qp_state = qp->iqp ? sr_iw_qp_state(qp) : eng_qp_state(qp->eqp);
 	attr->cur_qp_state = attr->qp_state;
 	attr->cap = qp->cap;
+	if (mask & IBV_QP_STATE)
+		ibqp->state = attr->qp_state; /* libibverbs' ibv_query_qp keeps its copy so */
 	core_unlock(qp->ctx->core);
 	if (init) {
 		memset(init, 0, sizeof(*init));
