@@ -237,11 +237,19 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	return &cq->ibcq;
 }
 
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+/* ibv_resize_cq(3): a new ring under the core lock, the completions waiting moved over in
+ * order; EINVAL for a size out of range or below the completions waiting (as rxe). */
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq;
-	(void)cqe;
-	return EOPNOTSUPP;
+	struct sr_cq *cq = (struct sr_cq *)ibcq;
+	if (!ibcq || cqe < 1 || cqe >= SR_MAX_CQE)
+		return EINVAL;
+	core_lock(cq->ctx->core);
+	int ret = eng_cq_resize(&cq->ecq, (uint32_t)cqe);
+	if (ret == 0)
+		ibcq->cqe = cqe;
+	core_unlock(cq->ctx->core);
+	return -ret;
 }
 
 int ibv_destroy_cq(struct ibv_cq *ibcq)

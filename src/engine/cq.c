@@ -26,6 +26,26 @@ void eng_cq_fini(struct eng_cq *cq)
 	cq->ring = NULL;
 }
 
+int eng_cq_resize(struct eng_cq *cq, uint32_t cqe)
+{
+	uint32_t used = cq->tail - cq->head;
+	if (cqe == 0 || cqe > (1u << 24) || cqe < used)
+		return -EINVAL;
+	uint32_t size = eng_pow2_at_least(cqe);
+	struct ibv_wc *ring = calloc(size, sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < used; i++)
+		ring[i] = cq->ring[(cq->head + i) & cq->mask];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->mask = size - 1;
+	cq->head = 0;
+	cq->tail = used;
+	cq->cqe = cqe;
+	return 0;
+}
+
 int eng_cq_poll(struct eng_cq *cq, int n, struct ibv_wc *wc)
 {
 	int i = 0;

@@ -467,6 +467,51 @@ static void mr_calls(struct ibv_device *dev)
 	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
 }
 
+/* Flush completions for n receives posted on e->qp[0] (moved to INIT, then ERR): wr_id
+ * 600 + i, in order. */
+static void flushes(struct end *e, int n)
+{
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	CHECK_EQ(
+	    ibv_modify_qp(e->qp[0], &init,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0);
+	for (int i = 0; i < n; i++)
+		post_recv_at(e, 0, e->buf, 8, 600 + (uint64_t)i);
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	CHECK_EQ(ibv_modify_qp(e->qp[0], &err, IBV_QP_STATE), 0);
+}
+
+/* CQ calls beyond create / poll (from rdma-core's pyverbs suite, as rxe has them):
+ * ibv_resize_cq keeps the completions waiting, refuses sizes below them or above the device's
+ * max_cqe. */
+static void cq_calls(struct ibv_device *dev)
+{
+	struct end a;
+	end_open(&a, dev, false);
+	struct ibv_device_attr da;
+	CHECK_EQ(ibv_query_device(a.ctx, &da), 0);
+	CHECK_EQ(ibv_resize_cq(a.cq, 1), 0);
+	CHECK(a.cq->cqe >= 1);
+	CHECK_EQ(ibv_resize_cq(a.cq, da.max_cqe + 1), EINVAL);
+	CHECK_EQ(ibv_resize_cq(a.cq, 0), EINVAL);
+	CHECK_EQ(ibv_resize_cq(a.cq, 8), 0);
+	flushes(&a, 3);
+	struct ibv_wc wc[4];
+	struct timespec ms = {0, 20000000};
+	nanosleep(&ms, NULL); /* let the flushes land */
+	CHECK_EQ(ibv_resize_cq(a.cq, 2), EINVAL);
+	CHECK_EQ(ibv_resize_cq(a.cq, 100), 0);
+	CHECK(a.cq->cqe >= 100);
+	CHECK_EQ(drain(a.cq, wc, 3), 3);
+	CHECK_EQ(ibv_poll_cq(a.cq, 1, wc + 3), 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(wc[i].wr_id, 600 + i);
+		CHECK_EQ(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	end_close(&a);
+}
+
 int main(int argc, char **argv)
 {
 	if (getenv("SOFTRDMA_TEST_DEV") && *getenv("SOFTRDMA_TEST_DEV"))
@@ -631,6 +676,7 @@ int main(int argc, char **argv)
 	end_close(&a);
 	end_close(&b);
 	mr_calls(dev);
+	cq_calls(dev);
 	ibv_free_device_list(list);
 	return check_exit();
 }

@@ -1,6 +1,6 @@
 /* The completion ring (src/engine/cq.c): capacity, order, overflow, arming, and
  * eng_cq_clean (a QP moved to RESET takes back its unpolled completions, the others keep
- * their order), also across the wrap of the free-running indices. */
+ * their order) and eng_cq_resize, also across the wrap of the free-running indices. */
 #include "check.h"
 
 #include <errno.h>
@@ -73,6 +73,28 @@ int main(void)
 		CHECK_EQ(wc[i].wr_id, want[i]);
 		CHECK_EQ(wc[i].qp_num, 9);
 	}
+	/* Resizing keeps the waiting completions in order, across the wrap; never below them. */
+	for (int i = 0; i < 6; i++)
+		push(&cq, 5, 300 + (uint64_t)i);
+	CHECK_EQ(eng_cq_resize(&cq, 5), -EINVAL);
+	CHECK_EQ(eng_cq_resize(&cq, 0), -EINVAL);
+	CHECK_EQ(eng_cq_resize(&cq, 20), 0); /* ring of 32 */
+	CHECK_EQ(cq.cqe, 20);
+	for (int i = 6; i < 32; i++)
+		push(&cq, 5, 300 + (uint64_t)i);
+	CHECK_EQ(eng_cq_push(&cq, &extra, false), -ENOSPC);
+	cq.overflow = false;
+	CHECK_EQ(eng_cq_poll(&cq, 16, wc), 16);
+	CHECK_EQ(eng_cq_resize(&cq, 16), 0);
+	CHECK_EQ(eng_cq_poll(&cq, 16, wc + 0), 16);
+	CHECK_EQ(wc[15].wr_id, 331);
+	CHECK_EQ(eng_cq_poll(&cq, 16, wc), 0);
+	CHECK_EQ(eng_cq_resize(&cq, 1), 0); /* empty: any size */
+	push(&cq, 5, 1);
+	CHECK_EQ(eng_cq_push(&cq, &extra, false), -ENOSPC);
+	cq.overflow = false;
+	CHECK_EQ(eng_cq_poll(&cq, 16, wc), 1);
+	CHECK_EQ(eng_cq_resize(&cq, 8), 0);
 	/* Cleaning everything, and an empty ring. */
 	push(&cq, 3, 1);
 	push(&cq, 3, 2);
