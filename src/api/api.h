@@ -88,10 +88,22 @@ struct sr_channel {
 };
 
 struct sr_cq {
-	struct ibv_cq ibcq;
+	/* What the application holds: an ibv_cq, or (ibv_create_cq_ex, cq_ex.c) an ibv_cq_ex,
+	 * whose leading fields are ibv_cq's (ibv_cq_ex_to_cq is a cast). */
+	union {
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcq_ex;
+	};
 	struct eng_cq ecq;
 	struct sr_context *ctx;
 	uint32_t events_sent;
+	/* Extended CQs: the completion between start_poll / next_poll and the next call, which
+	 * the read_* calls read, and the lock held from a successful start_poll to end_poll (one
+	 * poller at a time, as providers lock the CQ; error-checking, so that an end_poll without
+	 * a start_poll is harmless). */
+	struct ibv_wc cur;
+	pthread_mutex_t poll_lock;
+	bool ex;
 };
 
 struct sr_srq {
@@ -156,6 +168,12 @@ struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_at
 				  uint32_t qpn, struct sr_qp *qp);
 void sr_qp_publish(struct sr_qp *qp, struct sr_context *ctx, struct ibv_pd *pd,
 		   const struct ibv_qp_init_attr *init, uint32_t qpn, enum ibv_mtu mtu);
+
+/* CQ creation shared with cq_ex.c (verbs.c): checks the arguments as ibv_create_cq(3)
+ * (EINVAL), NULL with errno set on failure. cq_ex.c: the verbs_context's create_cq_ex. */
+struct sr_cq *sr_cq_new(struct ibv_context *context, int cqe, void *cq_context,
+			struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
 
 /* SRQ and QP creation shared with xrc.c (verbs.c). sr_srq_new creates an SRQ object of
  * `context` for `attr` (checked here: EINVAL) in `pd`; NULL with errno set on failure.

@@ -203,6 +203,13 @@ static void cq_notify(struct eng_cq *ecq)
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
+	struct sr_cq *cq = sr_cq_new(context, cqe, cq_context, channel, comp_vector);
+	return cq ? &cq->ibcq : NULL;
+}
+
+struct sr_cq *sr_cq_new(struct ibv_context *context, int cqe, void *cq_context,
+			struct ibv_comp_channel *channel, int comp_vector)
+{
 	if (cqe < 1 || cqe >= SR_MAX_CQE || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors || (channel && channel->context != context)) {
 		errno = EINVAL;
@@ -229,12 +236,17 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	cq->ibcq.cqe = cqe;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&cq->poll_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	if (channel)
 		channel->refcnt++;
 	core_lock(ctx->core);
 	cq->ibcq.handle = new_handle(ctx);
 	core_unlock(ctx->core);
-	return &cq->ibcq;
+	return cq;
 }
 
 /* ibv_resize_cq(3): a new ring under the core lock, the completions waiting moved over in
@@ -260,6 +272,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	eng_cq_fini(&cq->ecq);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
+	pthread_mutex_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
 }
@@ -1098,6 +1111,7 @@ void sr_fill_ops(struct sr_context *ctx)
 	ctx->env.wake = env_wake;
 	ctx->env.event = env_event;
 	ctx->env.xsrq_lookup = sr_xsrq_lookup;
+	ctx->vctx.create_cq_ex = sr_create_cq_ex;
 	sr_xrc_fill_ops(ctx);
 }
 

@@ -22,8 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUF		65536
-#define SR_TEST_MAX_GID 64
+#define BUF		 65536
+#define SR_TEST_MAX_GID	 64
+#define SR_TEST_HUGE_CQE (1u << 20) /* above every device's max_cqe */
 
 static const char *dev_name = "roce_lo"; /* $SOFTRDMA_TEST_DEV or --dev */
 static bool iw;				 /* the device is iWARP */
@@ -482,13 +483,116 @@ static void flushes(struct end *e, int n)
 	CHECK_EQ(ibv_modify_qp(e->qp[0], &err, IBV_QP_STATE), 0);
 }
 
+/* An extended CQ of e's context with rxe's fields, and a QP on it, in e->qp[1]'s place. */
+static struct ibv_cq_ex *ex_qp(struct end *e)
+{
+	struct ibv_cq_init_attr_ex ca = {.cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS};
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(e->ctx, &ca);
+	REQUIRE(cqx);
+	CHECK_EQ(ibv_destroy_qp(e->qp[1]), 0);
+	struct ibv_qp_init_attr qia = {
+	    .send_cq = ibv_cq_ex_to_cq(cqx),
+	    .recv_cq = ibv_cq_ex_to_cq(cqx),
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+	e->qp[1] = ibv_create_qp(e->pd, &qia);
+	REQUIRE(e->qp[1]);
+	return cqx;
+}
+
+/* Polls one completion of cqx (start_poll, or next_poll when `next`), up to 5 s. */
+static int poll_ex(struct ibv_cq_ex *cqx, bool next)
+{
+	struct ibv_poll_cq_attr pa = {0};
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int r = next ? ibv_next_poll(cqx) : ibv_start_poll(cqx, &pa);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (r != ENOENT || t.tv_sec - t0.tv_sec > 5)
+			return r;
+	}
+}
+
 /* CQ calls beyond create / poll (from rdma-core's pyverbs suite, as rxe has them):
  * ibv_resize_cq keeps the completions waiting, refuses sizes below them or above the device's
- * max_cqe. */
+ * max_cqe; extended CQs (ibv_create_cq_ex with rxe's fields, start / next / end_poll and the
+ * ibv_wc_read_* calls) on a connected pair and on flushes, and what they refuse. */
 static void cq_calls(struct ibv_device *dev)
 {
 	struct end a;
 	end_open(&a, dev, false);
+
+	/* Extended CQs: arguments. */
+	struct ibv_cq_init_attr_ex ca = {.cqe = 8, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+	errno = 0;
+	CHECK(ibv_create_cq_ex(a.ctx, &ca) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	ca = (struct ibv_cq_init_attr_ex){.cqe = 8,
+					  .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					  .flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED};
+	CHECK(ibv_create_cq_ex(a.ctx, &ca) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	ca = (struct ibv_cq_init_attr_ex){.cqe = 8, .comp_mask = 1u << 7};
+	CHECK(ibv_create_cq_ex(a.ctx, &ca) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	ca = (struct ibv_cq_init_attr_ex){.cqe = SR_TEST_HUGE_CQE};
+	CHECK(ibv_create_cq_ex(a.ctx, &ca) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	ca = (struct ibv_cq_init_attr_ex){.cqe = 8, .comp_vector = 1000};
+	CHECK(ibv_create_cq_ex(a.ctx, &ca) == NULL);
+	CHECK_EQ(errno, EINVAL);
+
+	/* A SEND into a QP on an extended CQ: the receive and its fields. */
+	struct end b;
+	end_open(&b, dev, false);
+	struct ibv_cq_ex *cqx = ex_qp(&b);
+	struct ibv_poll_cq_attr pa = {0};
+	CHECK_EQ(ibv_start_poll(cqx, &pa), ENOENT);
+	ibv_end_poll(cqx); /* after a failed start_poll: harmless (pyverbs does it) */
+	union ibv_gid ga, gb;
+	ibv_query_gid(a.ctx, 1, 0, &ga);
+	ibv_query_gid(b.ctx, 1, 0, &gb);
+	connect_qp(a.qp[1], b.qp[1]->qp_num, 0, gb);
+	connect_qp(b.qp[1], a.qp[1]->qp_num, 0, ga);
+	post_recv_at(&b, 1, b.buf, 256, 41);
+	post_recv_at(&b, 1, b.buf + 256, 256, 42);
+	send_msg(&a, 1, 100, 0, 43);
+	send_msg(&a, 1, 200, 0, 44);
+	struct ibv_wc wc[4];
+	CHECK_EQ(drain(a.cq, wc, 2), 2);
+	CHECK_EQ(poll_ex(cqx, false), 0);
+	CHECK_EQ(cqx->status, IBV_WC_SUCCESS);
+	CHECK_EQ(cqx->wr_id, 41);
+	CHECK_EQ(ibv_wc_read_opcode(cqx), IBV_WC_RECV);
+	CHECK_EQ(ibv_wc_read_byte_len(cqx), 100);
+	CHECK_EQ(ibv_wc_read_qp_num(cqx), b.qp[1]->qp_num);
+	CHECK_EQ(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_IMM, 0);
+	CHECK_EQ(poll_ex(cqx, true), 0);
+	CHECK_EQ(cqx->wr_id, 42);
+	CHECK_EQ(ibv_wc_read_byte_len(cqx), 200);
+	CHECK_EQ(ibv_next_poll(cqx), ENOENT);
+	ibv_end_poll(cqx);
+	/* The same CQ through ibv_poll_cq, and its flushes. */
+	for (int i = 0; i < 3; i++)
+		post_recv_at(&b, 1, b.buf, 8, 700 + (uint64_t)i);
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	CHECK_EQ(ibv_modify_qp(b.qp[1], &err, IBV_QP_STATE), 0);
+	CHECK_EQ(drain(ibv_cq_ex_to_cq(cqx), wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 700);
+	CHECK_EQ(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(poll_ex(cqx, false), 0);
+	CHECK_EQ(cqx->wr_id, 701);
+	CHECK_EQ(cqx->status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(ibv_wc_read_qp_num(cqx), b.qp[1]->qp_num);
+	CHECK_EQ(poll_ex(cqx, true), 0);
+	CHECK_EQ(cqx->wr_id, 702);
+	ibv_end_poll(cqx);
+	CHECK_EQ(ibv_destroy_qp(b.qp[1]), 0);
+	b.qp[1] = NULL;
+	CHECK_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	end_close(&b);
+
 	struct ibv_device_attr da;
 	CHECK_EQ(ibv_query_device(a.ctx, &da), 0);
 	CHECK_EQ(ibv_resize_cq(a.cq, 1), 0);
@@ -497,7 +601,7 @@ static void cq_calls(struct ibv_device *dev)
 	CHECK_EQ(ibv_resize_cq(a.cq, 0), EINVAL);
 	CHECK_EQ(ibv_resize_cq(a.cq, 8), 0);
 	flushes(&a, 3);
-	struct ibv_wc wc[4];
+
 	struct timespec ms = {0, 20000000};
 	nanosleep(&ms, NULL); /* let the flushes land */
 	CHECK_EQ(ibv_resize_cq(a.cq, 2), EINVAL);
