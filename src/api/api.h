@@ -122,8 +122,16 @@ struct sr_ah {
 	struct sr_context *ctx;
 };
 
+struct sr_wr_batch;
+
 struct sr_qp {
-	struct ibv_qp ibqp;
+	/* What the application holds: an ibv_qp, which is also the start of an ibv_qp_ex
+	 * (ibv_qp_to_qp_ex) for QPs created with the ibv_wr_* interface (qp_ex.c). */
+	union {
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex ibqp_ex;
+	};
+	struct sr_wr_batch *batch; /* the ibv_wr_* batch (qp_ex.c); NULL: no such interface */
 	struct eng_qp *eqp;
 	struct sr_context *ctx;
 	struct ibv_qp_attr attr; /* every attribute set so far */
@@ -191,6 +199,13 @@ void sr_xrc_fill_ops(struct sr_context *ctx);
 struct eng_rq *sr_xsrq_lookup(void *ctx, uint32_t srqn);
 void sr_xrc_srq_release(struct sr_srq *srq);
 void sr_xrc_qp_release(struct sr_qp *qp);
+
+/* qp_ex.c: the ibv_wr_* interface. sr_qp_ex_check says whether a QP of `type` on `context`
+ * can have the operations `ops` (IBV_QP_EX_WITH_*): 0 or EOPNOTSUPP. sr_qp_ex_init gives a
+ * created QP the interface (0 or ENOMEM); sr_qp_ex_fini frees it (at destroy). */
+int sr_qp_ex_check(struct ibv_context *context, enum ibv_qp_type type, uint64_t ops);
+int sr_qp_ex_init(struct sr_qp *qp, uint64_t ops);
+void sr_qp_ex_fini(struct sr_qp *qp);
 
 /* async events (verbs.c): queue one, under the core lock. */
 void sr_async_push(struct sr_context *ctx, const struct ibv_async_event *ev);

@@ -294,14 +294,6 @@ int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return EOPNOTSUPP;
 }
 
-/* QPs with the ibv_wr_* interface (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) are not offered. */
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
 {
 	(void)qp;

@@ -655,6 +655,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		sr_xrc_qp_release(qp);
 	ctx->qpn_used[ibqp->qp_num & 0xFFFF] = 0;
 	core_unlock(ctx->core);
+	sr_qp_ex_fini(qp);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);

@@ -616,6 +616,117 @@ static void cq_calls(struct ibv_device *dev)
 	end_close(&a);
 }
 
+/* QPs with the ibv_wr_* interface (from rdma-core's pyverbs suite, as rxe has them): on RoCE,
+ * a batch of a SEND (SGE) and an RDMA WRITE (inline data, copied at the call) posted by
+ * ibv_wr_complete, an aborted batch, misuse failing the batch with nothing posted, and the
+ * operations a QP type lacks refused at create (EOPNOTSUPP); iWARP refuses the interface, as
+ * siw. */
+static void qp_ex_calls(struct ibv_device *dev)
+{
+	struct end a, b;
+	end_open(&a, dev, false);
+	end_open(&b, dev, false);
+	CHECK(ibv_qp_to_qp_ex(a.qp[0]) == NULL);
+	struct ibv_qp_init_attr_ex xa = {
+	    .send_cq = a.cq,
+	    .recv_cq = a.cq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 2, .max_recv_sge = 1},
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .pd = a.pd,
+	    .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE};
+	errno = 0;
+	struct ibv_qp *qp = ibv_create_qp_ex(a.ctx, &xa);
+	if (iw) {
+		CHECK(qp == NULL);
+		CHECK_EQ(errno, EOPNOTSUPP);
+		end_close(&a);
+		end_close(&b);
+		return;
+	}
+	REQUIRE(qp);
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qp);
+	REQUIRE(qx);
+	CHECK(qx->wr_rdma_read == NULL); /* not asked for */
+	/* What softrdma does not have, or the type does not: EOPNOTSUPP. */
+	struct ibv_qp_init_attr_ex bad = xa;
+	bad.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	CHECK(ibv_create_qp_ex(a.ctx, &bad) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	bad.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+	bad.qp_type = IBV_QPT_UD;
+	CHECK(ibv_create_qp_ex(a.ctx, &bad) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	CHECK_EQ(ibv_destroy_qp(a.qp[0]), 0);
+	a.qp[0] = qp;
+	union ibv_gid ga, gb;
+	ibv_query_gid(a.ctx, 1, 0, &ga);
+	ibv_query_gid(b.ctx, 1, 0, &gb);
+	connect_qp(a.qp[0], b.qp[0]->qp_num, 0, gb);
+	connect_qp(b.qp[0], a.qp[0]->qp_num, 0, ga);
+	struct ibv_qp_attr acc = {.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	CHECK_EQ(ibv_modify_qp(b.qp[0], &acc, IBV_QP_ACCESS_FLAGS), 0);
+	struct ibv_mr *bmr = ibv_reg_mr(b.pd, b.buf + BUF / 2, BUF / 2,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	REQUIRE(bmr);
+
+	/* A batch: SEND from an SGE, then an RDMA WRITE of inline data whose buffer is
+	 * overwritten before ibv_wr_complete (it was copied). */
+	post_recv_at(&b, 0, b.buf, 256, 50);
+	for (int i = 0; i < 100; i++)
+		a.buf[i] = (uint8_t)(i + 7);
+	char inl[32] = "inline data, copied at the call";
+	ibv_wr_start(qx);
+	qx->wr_id = 51;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, a.mr->lkey, (uintptr_t)a.buf, 100);
+	qx->wr_id = 52;
+	ibv_wr_rdma_write(qx, bmr->rkey, (uintptr_t)b.buf + BUF / 2);
+	ibv_wr_set_inline_data(qx, inl, sizeof(inl));
+	memset(inl, 0, sizeof(inl));
+	CHECK_EQ(ibv_wr_complete(qx), 0);
+	struct ibv_wc wc[2];
+	CHECK_EQ(drain(a.cq, wc, 2), 2);
+	CHECK_EQ(wc[0].wr_id, 51);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[1].wr_id, 52);
+	CHECK_EQ(wc[1].status, IBV_WC_SUCCESS);
+	CHECK_EQ(drain(b.cq, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 50);
+	CHECK_EQ(wc[0].byte_len, 100);
+	CHECK_MEM(b.buf, a.buf, 100);
+	CHECK(!memcmp(b.buf + BUF / 2, "inline data, copied at the call", 32));
+
+	/* Aborted, misused and over-long batches post nothing. */
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, a.mr->lkey, (uintptr_t)a.buf, 10);
+	ibv_wr_abort(qx);
+	ibv_wr_start(qx);
+	ibv_wr_set_sge(qx, a.mr->lkey, (uintptr_t)a.buf, 10); /* no request to complete */
+	CHECK_EQ(ibv_wr_complete(qx), EINVAL);
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	struct ibv_sge three[3] = {{0}};
+	ibv_wr_set_sge_list(qx, 3, three); /* max_send_sge 2 */
+	CHECK_EQ(ibv_wr_complete(qx), EINVAL);
+	ibv_wr_start(qx);
+	for (int i = 0; i < 5; i++) { /* max_send_wr 4 */
+		ibv_wr_send(qx);
+		ibv_wr_set_sge(qx, a.mr->lkey, (uintptr_t)a.buf, 10);
+	}
+	CHECK_EQ(ibv_wr_complete(qx), ENOMEM);
+	struct timespec ms = {0, 20000000};
+	nanosleep(&ms, NULL);
+	CHECK_EQ(ibv_poll_cq(a.cq, 2, wc), 0);
+	CHECK_EQ(ibv_poll_cq(b.cq, 2, wc), 0);
+	CHECK_EQ(ibv_dereg_mr(bmr), 0);
+	end_close(&a);
+	end_close(&b);
+}
+
 int main(int argc, char **argv)
 {
 	if (getenv("SOFTRDMA_TEST_DEV") && *getenv("SOFTRDMA_TEST_DEV"))
@@ -781,6 +892,7 @@ int main(int argc, char **argv)
 	end_close(&b);
 	mr_calls(dev);
 	cq_calls(dev);
+	qp_ex_calls(dev);
 	ibv_free_device_list(list);
 	return check_exit();
 }
