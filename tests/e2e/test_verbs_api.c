@@ -81,6 +81,15 @@ static void queries(struct ibv_context *ctx)
 	CHECK_EQ(ibv_query_gid_table(ctx, tbl, (size_t)ng, 0), ng);
 	CHECK_EQ(ibv_query_gid_table(ctx, tbl, (size_t)ng - 1, 0), -EINVAL);
 	CHECK_EQ(ibv_query_gid_table(ctx, NULL, 0, 0), -EINVAL);
+	/* cmd_fd is a real descriptor (regression: -1, which pyverbs' shared-PD test dups);
+	 * importing a device through it is not offered: EOPNOTSUPP. */
+	int fd = dup(ctx->cmd_fd);
+	CHECK(fd >= 0);
+	errno = 0;
+	CHECK(ibv_import_device(fd) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	if (fd >= 0)
+		close(fd);
 	__be16 pkey;
 	CHECK_EQ(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
 	CHECK_EQ(be16toh(pkey), 0xFFFF);
