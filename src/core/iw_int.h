@@ -46,9 +46,10 @@ struct iwp {
 	bool has_thread;
 	atomic_bool stop;
 	_Atomic uint64_t last_app;
-	uint8_t crc;	      /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
-	struct iwp_rdv *rdv;  /* auto-connect (iw_rdv.c), created at the first QP */
-	uint64_t peer_closed; /* auto-connected streams the peer ended between messages */
+	uint8_t crc;	       /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
+	struct iwp_rdv *rdv;   /* auto-connect (iw_rdv.c), created at the first QP */
+	uint64_t peer_closed;  /* auto-connected streams the peer ended between messages */
+	struct iwp *proc_next; /* the process's iWARP contexts (iw_progress.c, procs) */
 	uint8_t discard[4096];
 	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
 };
