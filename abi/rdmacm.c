@@ -3,7 +3,7 @@
  * that a process has one copy of softrdma and one set of its state. Every function of
  * librdmacm.map (rdma-core 44; abi/librdmacm.map) is here with librdmacm's signature:
  *   - the rdma_cm calls forward to their sr_rdma_* twin;
- *   - rsockets (r*), multicast and ECE queries are not implemented: they fail with ENOSYS
+ *   - rsockets (r*) and multicast are not implemented: they fail with ENOSYS
  *     after a one-time message naming the function (rpoll is imported by rping and udaddy,
  *     which never call it). */
 #include <errno.h>
@@ -221,6 +221,16 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *q
 	return sr_rdma_init_qp_attr(id, qp_attr, qp_attr_mask);
 }
 
+int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	return sr_rdma_set_local_ece(id, ece);
+}
+
+int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	return sr_rdma_get_remote_ece(id, ece);
+}
+
 /* ---- not implemented: ENOSYS ---- */
 
 int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
@@ -242,20 +252,6 @@ int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	(void)id, (void)addr;
 	NOSYS("rdma_leave_multicast");
-	return -1;
-}
-
-int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
-{
-	(void)id, (void)ece;
-	NOSYS("rdma_set_local_ece");
-	return -1;
-}
-
-int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
-{
-	(void)id, (void)ece;
-	NOSYS("rdma_get_remote_ece");
 	return -1;
 }
 

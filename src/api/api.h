@@ -88,10 +88,22 @@ struct sr_channel {
 };
 
 struct sr_cq {
-	struct ibv_cq ibcq;
+	/* What the application holds: an ibv_cq, or (ibv_create_cq_ex, cq_ex.c) an ibv_cq_ex,
+	 * whose leading fields are ibv_cq's (ibv_cq_ex_to_cq is a cast). */
+	union {
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcq_ex;
+	};
 	struct eng_cq ecq;
 	struct sr_context *ctx;
 	uint32_t events_sent;
+	/* Extended CQs: the completion between start_poll / next_poll and the next call, which
+	 * the read_* calls read, and the lock held from a successful start_poll to end_poll (one
+	 * poller at a time, as providers lock the CQ; error-checking, so that an end_poll without
+	 * a start_poll is harmless). */
+	struct ibv_wc cur;
+	pthread_mutex_t poll_lock;
+	bool ex;
 };
 
 struct sr_srq {
@@ -110,8 +122,16 @@ struct sr_ah {
 	struct sr_context *ctx;
 };
 
+struct sr_wr_batch;
+
 struct sr_qp {
-	struct ibv_qp ibqp;
+	/* What the application holds: an ibv_qp, which is also the start of an ibv_qp_ex
+	 * (ibv_qp_to_qp_ex) for QPs created with the ibv_wr_* interface (qp_ex.c). */
+	union {
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex ibqp_ex;
+	};
+	struct sr_wr_batch *batch; /* the ibv_wr_* batch (qp_ex.c); NULL: no such interface */
 	struct eng_qp *eqp;
 	struct sr_context *ctx;
 	struct ibv_qp_attr attr; /* every attribute set so far */
@@ -157,6 +177,12 @@ struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_at
 void sr_qp_publish(struct sr_qp *qp, struct sr_context *ctx, struct ibv_pd *pd,
 		   const struct ibv_qp_init_attr *init, uint32_t qpn, enum ibv_mtu mtu);
 
+/* CQ creation shared with cq_ex.c (verbs.c): checks the arguments as ibv_create_cq(3)
+ * (EINVAL), NULL with errno set on failure. cq_ex.c: the verbs_context's create_cq_ex. */
+struct sr_cq *sr_cq_new(struct ibv_context *context, int cqe, void *cq_context,
+			struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
+
 /* SRQ and QP creation shared with xrc.c (verbs.c). sr_srq_new creates an SRQ object of
  * `context` for `attr` (checked here: EINVAL) in `pd`; NULL with errno set on failure.
  * sr_create_qp creates a RoCE QP of any type softrdma has (RC, UC, UD, XRC_SEND with `pd`;
@@ -173,6 +199,13 @@ void sr_xrc_fill_ops(struct sr_context *ctx);
 struct eng_rq *sr_xsrq_lookup(void *ctx, uint32_t srqn);
 void sr_xrc_srq_release(struct sr_srq *srq);
 void sr_xrc_qp_release(struct sr_qp *qp);
+
+/* qp_ex.c: the ibv_wr_* interface. sr_qp_ex_check says whether a QP of `type` on `context`
+ * can have the operations `ops` (IBV_QP_EX_WITH_*): 0 or EOPNOTSUPP. sr_qp_ex_init gives a
+ * created QP the interface (0 or ENOMEM); sr_qp_ex_fini frees it (at destroy). */
+int sr_qp_ex_check(struct ibv_context *context, enum ibv_qp_type type, uint64_t ops);
+int sr_qp_ex_init(struct sr_qp *qp, uint64_t ops);
+void sr_qp_ex_fini(struct sr_qp *qp);
 
 /* async events (verbs.c): queue one, under the core lock. */
 void sr_async_push(struct sr_context *ctx, const struct ibv_async_event *ev);

@@ -212,20 +212,27 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned i
 	return 0;
 }
 
+/* Every valid entry, or -EINVAL if they do not all fit: the kernel's query (and rdma-core's
+ * sysfs fallback) fails rather than return part of the table, so a caller never mistakes a
+ * prefix for the whole. */
 ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 			     size_t max_entries, uint32_t flags, size_t entry_size)
 {
 	if (!context || (max_entries && !entries) || flags || entry_size < sizeof(*entries))
 		return -EINVAL;
 	size_t n = 0;
-	for (uint32_t i = 0; n < max_entries; i++) {
-		int r = _ibv_query_gid_ex(
-		    context, 1, i, (struct ibv_gid_entry *)((char *)entries + n * entry_size), 0,
-		    entry_size);
+	for (uint32_t i = 0;; i++) {
+		struct ibv_gid_entry e;
+		int r = _ibv_query_gid_ex(context, 1, i, &e, 0, sizeof(e));
 		if (r == ENODATA)
 			break;
 		if (r)
 			return -r;
+		if (n == max_entries)
+			return -EINVAL;
+		char *dst = (char *)entries + n * entry_size;
+		memset(dst, 0, entry_size);
+		memcpy(dst, &e, sizeof(e));
 		n++;
 	}
 	return (ssize_t)n;
@@ -243,18 +250,6 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr 
 }
 
 /* ---- not (yet) supported ---- */
-
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
-		 int access)
-{
-	(void)mr;
-	(void)flags;
-	(void)pd;
-	(void)addr;
-	(void)length;
-	(void)access;
-	return IBV_REREG_MR_ERR_INPUT; /* as providers without rereg */
-}
 
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
 				 int fd, int access)
@@ -297,14 +292,6 @@ int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	(void)qp;
 	(void)ece;
 	return EOPNOTSUPP;
-}
-
-/* QPs with the ibv_wr_* interface (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) are not offered. */
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
 }
 
 int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)

@@ -435,7 +435,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 	struct ibv_context *ic = &ctx->vctx.context;
 	ic->device = device;
-	ic->cmd_fd = -1;
+	/* No kernel command channel, but a real descriptor: programs dup or poll the context's
+	 * cmd_fd (pyverbs' shared-PD test dups it to import the device, which then fails
+	 * cleanly with EOPNOTSUPP). */
+	ic->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ic->async_fd = fds[0];
 	ic->num_comp_vectors = 1;
 	pthread_mutex_init(&ic->mutex, NULL);
@@ -449,6 +452,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		if (ret < 0) {
 			core_ctx_destroy(ctx->core);
 			pthread_mutex_destroy(&ic->mutex);
+			if (ic->cmd_fd >= 0)
+				close(ic->cmd_fd);
 			goto close_pipe;
 		}
 	}
@@ -476,6 +481,8 @@ int ibv_close_device(struct ibv_context *context)
 	if (ctx->iwp)
 		sr_iw_close(ctx);
 	core_ctx_destroy(ctx->core);
+	if (context->cmd_fd >= 0)
+		close(context->cmd_fd);
 	close(context->async_fd);
 	close(ctx->async_wfd);
 	obj_mr_table_fini(&ctx->mrs);

@@ -7,7 +7,15 @@
  * the MPA exchange and take the QP from INIT to RTS, and (b) by itself when the consumer
  * moves a QP to RTR with the peer's GID and QPN, as socket-exchange programs do on RoCE
  * (auto-connect, core/iw_progress.h): the QP shows the RTR / RTS the consumer asked for
- * while the connection is made in the background, and sends posted meanwhile wait for it. */
+ * while the connection is made in the background, and sends posted meanwhile wait for it.
+ *
+ * RESET and INIT are one state here, as in siw (its IDLE, which siw_query_qp reports as
+ * INIT, as cxgb4 does): a new QP is in INIT, accepts receives and queries as INIT; a move to
+ * RESET empties the queues as IBA's RESET does and leaves the QP in INIT again. ibqp.state
+ * is libibverbs' copy, as there: RESET at create, the state asked by each modify, the state
+ * found by each query. Consumers that
+ * step RESET -> INIT -> RTR -> RTS still can: their first step is INIT -> INIT, whose
+ * attributes (P_Key index, port, access flags) are the same, optional. */
 #define _GNU_SOURCE
 #include "api/api.h"
 
@@ -136,6 +144,11 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		goto fail;
 	}
 	sr_qp_publish(qp, ctx, pd, init, qpn, ctx->dev->max_mtu);
+	/* ibqp.state stays RESET: libibverbs sets it so at create, whatever the device says. */
+	core_lock(ctx->core);
+	iw_qp_set_state(qp->iqp, IBV_QPS_INIT, core_now_ns());
+	qp->attr.qp_state = IBV_QPS_INIT;
+	core_unlock(ctx->core);
 	return &qp->ibqp;
 fail:
 	errno = ret;
@@ -279,8 +292,14 @@ int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask)
 		/* Leaving the stream: the peer sees a reset and flushes too. */
 		if (next == IBV_QPS_ERR || next == IBV_QPS_RESET)
 			iwp_qp_detach(ctx->iwp, qp->iqp);
-		qp->attr.qp_state = next;
+		/* ibqp.state is what was asked (libibverbs' ibv_modify_qp sets it so). */
 		qp->ibqp.state = next;
+		if (next == IBV_QPS_RESET) {
+			/* Emptied; now idle, as a new QP (siw: RESET is IDLE, shown as INIT). */
+			next = IBV_QPS_INIT;
+			iw_qp_set_state(qp->iqp, next, now);
+		}
+		qp->attr.qp_state = next;
 	}
 unlock:
 	core_unlock(ctx->core);

@@ -109,6 +109,55 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
+/* ibv_rereg_mr(3): a new PD, access or range for a registered region, in place. The keys stay
+ * (the caller reads them back from the MR either way). The change is made under the core
+ * lock, so every access the engine checks after it sees the new region, none a mixture.
+ * Errors as rdma-core: IBV_REREG_MR_ERR_INPUT for what libibverbs itself rejects,
+ * IBV_REREG_MR_ERR_CMD for what the kernel would, errno set for both. iWARP devices refuse it
+ * with EOPNOTSUPP, as siw (and rdma-core's default for a provider without rereg): callers fall
+ * back to dereg + reg there. */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		 int access)
+{
+	struct sr_mr *mr = (struct sr_mr *)ibmr;
+	bool new_pd = flags & IBV_REREG_MR_CHANGE_PD;
+	bool new_range = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	bool new_access = flags & IBV_REREG_MR_CHANGE_ACCESS;
+	if (!ibmr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) || (new_range && (!addr || !length)) ||
+	    (access && !new_access)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (sr_ctx(ibmr->context)->dev->iwarp) {
+		errno = EOPNOTSUPP; /* libibverbs' answer for a provider without rereg_mr */
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((new_pd && (!pd || pd->context != ibmr->context)) ||
+	    (new_access && obj_mr_check_access((unsigned)access) < 0)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	struct sr_context *ctx = sr_ctx(ibmr->context);
+	core_lock(ctx->core);
+	if (new_pd)
+		mr->omr.pd = pd->handle;
+	if (new_access)
+		mr->omr.access = (unsigned)access;
+	if (new_range) {
+		mr->omr.addr = addr;
+		mr->omr.length = length;
+		mr->omr.iova = (uintptr_t)addr;
+	}
+	core_unlock(ctx->core);
+	if (new_pd)
+		ibmr->pd = pd;
+	if (new_range) {
+		ibmr->addr = addr;
+		ibmr->length = length;
+	}
+	return 0;
+}
+
 /* ---- completion channels and CQs ---- */
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -154,6 +203,13 @@ static void cq_notify(struct eng_cq *ecq)
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
+	struct sr_cq *cq = sr_cq_new(context, cqe, cq_context, channel, comp_vector);
+	return cq ? &cq->ibcq : NULL;
+}
+
+struct sr_cq *sr_cq_new(struct ibv_context *context, int cqe, void *cq_context,
+			struct ibv_comp_channel *channel, int comp_vector)
+{
 	if (cqe < 1 || cqe >= SR_MAX_CQE || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors || (channel && channel->context != context)) {
 		errno = EINVAL;
@@ -180,19 +236,32 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	cq->ibcq.cqe = cqe;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&cq->poll_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	if (channel)
 		channel->refcnt++;
 	core_lock(ctx->core);
 	cq->ibcq.handle = new_handle(ctx);
 	core_unlock(ctx->core);
-	return &cq->ibcq;
+	return cq;
 }
 
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+/* ibv_resize_cq(3): a new ring under the core lock, the completions waiting moved over in
+ * order; EINVAL for a size out of range or below the completions waiting (as rxe). */
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq;
-	(void)cqe;
-	return EOPNOTSUPP;
+	struct sr_cq *cq = (struct sr_cq *)ibcq;
+	if (!ibcq || cqe < 1 || cqe >= SR_MAX_CQE)
+		return EINVAL;
+	core_lock(cq->ctx->core);
+	int ret = eng_cq_resize(&cq->ecq, (uint32_t)cqe);
+	if (ret == 0)
+		ibcq->cqe = cqe;
+	core_unlock(cq->ctx->core);
+	return -ret;
 }
 
 int ibv_destroy_cq(struct ibv_cq *ibcq)
@@ -203,6 +272,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	eng_cq_fini(&cq->ecq);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
+	pthread_mutex_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
 }
@@ -585,6 +655,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		sr_xrc_qp_release(qp);
 	ctx->qpn_used[ibqp->qp_num & 0xFFFF] = 0;
 	core_unlock(ctx->core);
+	sr_qp_ex_fini(qp);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);
@@ -769,12 +840,14 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init)
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
-	(void)mask; /* everything is cheap to report */
+	/* Everything is cheap to report: the mask only decides the copy below. */
 	core_lock(qp->ctx->core);
 	*attr = qp->attr;
 	attr->qp_state = qp->iqp ? sr_iw_qp_state(qp) : eng_qp_state(qp->eqp);
 	attr->cur_qp_state = attr->qp_state;
 	attr->cap = qp->cap;
+	if (mask & IBV_QP_STATE)
+		ibqp->state = attr->qp_state; /* libibverbs' ibv_query_qp keeps its copy so */
 	core_unlock(qp->ctx->core);
 	if (init) {
 		memset(init, 0, sizeof(*init));
@@ -1046,6 +1119,7 @@ void sr_fill_ops(struct sr_context *ctx)
 	ctx->env.wake = env_wake;
 	ctx->env.event = env_event;
 	ctx->env.xsrq_lookup = sr_xsrq_lookup;
+	ctx->vctx.create_cq_ex = sr_create_cq_ex;
 	sr_xrc_fill_ops(ctx);
 }
 

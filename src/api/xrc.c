@@ -245,8 +245,18 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *context, struct ibv_qp_in
 	mask = attr->comp_mask;
 	if ((mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags == 0)
 		mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	/* Creation flags, TSO, RSS and the ibv_wr_* interface are not offered (the errno
-	 * rdma-core's inline gave before this op existed). */
+	/* Creation flags, TSO and RSS are not offered (the errno rdma-core's inline gave before
+	 * this op existed); the ibv_wr_* interface where qp_ex.c has the operations. */
+	uint64_t ops = 0;
+	if (mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ops = attr->send_ops_flags;
+		int r = sr_qp_ex_check(context, attr->qp_type, ops);
+		if (r) {
+			errno = r;
+			return NULL;
+		}
+		mask &= ~(uint32_t)IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	}
 	if (mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD)) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -265,7 +275,16 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *context, struct ibv_qp_in
 		errno = EINVAL;
 		return NULL;
 	}
-	return sr_create_qp(context, attr->pd, (struct ibv_qp_init_attr *)attr, NULL);
+	struct ibv_qp *qp = sr_create_qp(context, attr->pd, (struct ibv_qp_init_attr *)attr, NULL);
+	if (qp && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		int r = sr_qp_ex_init((struct sr_qp *)qp, ops);
+		if (r) {
+			ibv_destroy_qp(qp);
+			errno = r;
+			return NULL;
+		}
+	}
+	return qp;
 }
 
 void sr_xrc_fill_ops(struct sr_context *ctx)

@@ -58,5 +58,8 @@ int sr_rdma_getaddrinfo(const char *node, const char *service, const struct rdma
 			struct rdma_addrinfo **res);
 void sr_rdma_freeaddrinfo(struct rdma_addrinfo *res);
 int sr_rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);
+/* cm_ece.c: ECE is taken and checked, never carried (the peer's reads as none). */
+int sr_rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
+int sr_rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
 
 #endif

@@ -58,6 +58,7 @@ struct iwp {
 	_Atomic uint64_t next_timer; /* the earliest nudge due on any connection, 0: none */
 	struct iwp_rdv *rdv;	     /* auto-connect (iw_rdv.c), created at the first QP */
 	uint64_t peer_closed;	     /* auto-connected streams the peer ended between messages */
+	struct iwp *proc_next;	     /* the process's iWARP contexts (iw_progress.c, procs) */
 	uint8_t discard[4096];
 	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
 };

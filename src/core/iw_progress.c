@@ -47,6 +47,11 @@ int iwp_crc_policy(const char *s)
 	return -EINVAL;
 }
 
+/* The process's iWARP contexts, for iwp_flush's same-process pass (below). */
+static pthread_mutex_t procs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct iwp *procs;
+static atomic_int nprocs;
+
 int iwp_create(struct core_ctx *core, struct iwp **out)
 {
 	struct iwp *p = calloc(1, sizeof(*p));
@@ -63,6 +68,11 @@ int iwp_create(struct core_ctx *core, struct iwp **out)
 	const char *nudge = getenv(IWP_NUDGE_ENV);
 	p->nudge = !nudge || strcmp(nudge, "0") != 0;
 	pthread_mutex_init(&p->accept_lock, NULL);
+	pthread_mutex_lock(&procs_lock);
+	p->proc_next = procs;
+	procs = p;
+	atomic_fetch_add(&nprocs, 1);
+	pthread_mutex_unlock(&procs_lock);
 	*out = p;
 	return 0;
 }
@@ -249,8 +259,10 @@ static bool conn_drain(struct iwp *p, struct iwp_conn *k)
 	return false;
 }
 
-/* One pass over one connection. Returns true if it did anything; *gone if k was freed. */
-static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, bool *gone)
+/* One pass over one connection. Returns true if it did anything; *gone if k was freed; *sent
+ * set if it sent stream bytes. */
+static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, bool *gone,
+		     bool *sent)
 {
 	bool did = false, idle = false;
 	*gone = false;
@@ -267,8 +279,10 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 		did |= conn_rx(p, k, now);
 	if (k->nudge_next && !k->dead)
 		nudge_step(k, now);
-	if (!k->dead)
-		did |= conn_tx(k, now, &idle);
+	if (!k->dead && conn_tx(k, now, &idle)) {
+		did = true;
+		*sent = true;
+	}
 	if (k->dead) {
 		conn_free(p, k, false);
 		*gone = true;
@@ -295,7 +309,8 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 	return did;
 }
 
-static bool run_all(struct iwp *p, bool rx)
+/* One pass over every connection; *sent set if stream bytes went out. */
+static bool run_conns(struct iwp *p, bool rx, bool *sent)
 {
 	uint64_t now = core_now_ns(), timer = 0;
 	bool did = false;
@@ -303,7 +318,7 @@ static bool run_all(struct iwp *p, bool rx)
 	while (*pp) {
 		struct iwp_conn *k = *pp, *next = k->next;
 		bool gone;
-		did |= conn_run(p, k, rx, now, &gone);
+		did |= conn_run(p, k, rx, now, &gone, sent);
 		if (gone) {
 			*pp = next;
 			continue;
@@ -314,6 +329,42 @@ static bool run_all(struct iwp *p, bool rx)
 		pp = &k->next;
 	}
 	atomic_store_explicit(&p->next_timer, timer, memory_order_relaxed);
+	return did;
+}
+
+/* On loopback, siw places what a peer sends before the sender's send() returns: the
+ * receive runs in the sender's system call. softrdma's target places it when its progress
+ * thread wakes, tens of microseconds later, so a program holding both ends that reads the
+ * target's memory right after the writer's RDMA WRITE completes (pyverbs' rdma_traffic; iWARP
+ * acknowledges nothing, RFC 5040 5.3) would find it there on siw and not here. So after a
+ * pass that sent bytes, when the process has other iWARP contexts, each of them whose lock is
+ * free gets a receive pass at once, on this thread (bytes sent on loopback are in the peer
+ * socket when send returns). Only trylock: no order between the locks of two contexts is ever
+ * needed (a context whose lock is busy is being progressed). procs_lock is taken under a
+ * context's lock here, and never the other way round (create and destroy take it without
+ * one); nprocs is read without it, as a hint. */
+static void pass_to_neighbours(struct iwp *p)
+{
+	if (atomic_load_explicit(&nprocs, memory_order_relaxed) < 2)
+		return;
+	pthread_mutex_lock(&procs_lock);
+	for (struct iwp *q = procs; q; q = q->proc_next) {
+		if (q == p || !core_trylock(q->core))
+			continue;
+		bool sent = false;
+		if (q->conns)
+			run_conns(q, true, &sent);
+		core_unlock(q->core);
+	}
+	pthread_mutex_unlock(&procs_lock);
+}
+
+static bool run_all(struct iwp *p, bool rx)
+{
+	bool sent = false;
+	bool did = run_conns(p, rx, &sent);
+	if (sent)
+		pass_to_neighbours(p);
 	return did;
 }
 
@@ -440,6 +491,16 @@ void iwp_destroy(struct iwp *p)
 {
 	if (!p)
 		return;
+	/* Out of the list first: no other context's post_send reaches this one any more. */
+	pthread_mutex_lock(&procs_lock);
+	for (struct iwp **pp = &procs; *pp; pp = &(*pp)->proc_next) {
+		if (*pp == p) {
+			*pp = p->proc_next;
+			atomic_fetch_sub(&nprocs, 1);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&procs_lock);
 	iwp_rdv_destroy(p); /* first: its thread hands connections to the loop */
 	if (p->has_thread) {
 		atomic_store(&p->stop, true);

@@ -49,11 +49,20 @@ struct eng_cq {
 /* Allocates a ring for at least `cqe` completions. Returns 0, -EINVAL, -ENOMEM. */
 int eng_cq_init(struct eng_cq *cq, uint32_t cqe);
 void eng_cq_fini(struct eng_cq *cq);
+/* Gives the CQ a new ring for at least `cqe` completions, the unpolled ones moved over in
+ * order (ibv_resize_cq). Returns 0, -EINVAL (cqe 0 or above 1 << 24, or fewer than the
+ * completions waiting: the CQ is left as it was), -ENOMEM. */
+int eng_cq_resize(struct eng_cq *cq, uint32_t cqe);
 /* Copies up to n completions out, oldest first; returns how many. */
 int eng_cq_poll(struct eng_cq *cq, int n, struct ibv_wc *wc);
 /* Appends one completion (engine internal, public for tests). solicited: the completion is of
  * a receive whose message had SE set. Returns 0 or -ENOSPC (sets overflow). */
 int eng_cq_push(struct eng_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Removes the completions of QP number qpn not yet polled, keeping the others in order (a QP
+ * moved to RESET takes back its completions, as mlx4's and mlx5's providers clean the CQ then:
+ * a reused QP never hands out completions of work its owner has written off). Returns how
+ * many were removed. NULL cq: none. */
+uint32_t eng_cq_clean(struct eng_cq *cq, uint32_t qpn);
 
 /* ---- receive queue (one per QP, or shared: SRQ) ---- */
 

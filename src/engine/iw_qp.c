@@ -376,12 +376,16 @@ void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now)
 	(void)now;
 	switch (state) {
 	case IBV_QPS_RESET:
-		/* IBA 10.3.1: RESET empties the queues without completions. */
+		/* IBA 10.3.1: RESET empties the queues without completions; the CQs give back
+		 * those not yet polled (eng_cq_clean). */
 		qp->state = IBV_QPS_RESET;
 		qp->early_send = false;
 		qp->sq_head = qp->sq_tail = qp->sq_next = 0;
 		if (!qp->init.srq)
 			eng_rq_clear(qp->rq);
+		eng_cq_clean(qp->init.send_cq, qp->init.qpn);
+		if (qp->init.recv_cq != qp->init.send_cq)
+			eng_cq_clean(qp->init.recv_cq, qp->init.qpn);
 		stream_reset(qp);
 		break;
 	case IBV_QPS_INIT:

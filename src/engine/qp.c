@@ -408,11 +408,15 @@ void eng_qp_set_state(struct eng_qp *qp, enum ibv_qp_state state, uint64_t now_n
 	(void)now_ns;
 	switch (state) {
 	case IBV_QPS_RESET:
-		/* IBA 10.3.1: RESET empties the queues without completions. */
+		/* IBA 10.3.1: RESET empties the queues without completions; the CQs give back
+		 * those not yet polled (eng_cq_clean). */
 		qp->state = IBV_QPS_RESET;
 		qp->sq_head = qp->sq_tail = 0;
 		if (!qp->init.srq && qp->rq)
 			eng_rq_clear(qp->rq);
+		eng_cq_clean(qp->init.send_cq, qp->init.qpn);
+		if (qp->init.recv_cq != qp->init.send_cq)
+			eng_cq_clean(qp->init.recv_cq, qp->init.qpn);
 		eng_req_reset(qp);
 		eng_comp_reset(qp);
 		eng_resp_reset(qp);

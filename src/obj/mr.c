@@ -5,9 +5,12 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* IBV_ACCESS_MW_BIND: accepted, as rxe (a window bound to the region is what it permits;
+ * softrdma has no windows yet, ibv_alloc_mw says so). */
 #define MR_KNOWN_ACCESS                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |             \
+	 IBV_ACCESS_OPTIONAL_RANGE)
 
 int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap)
 {

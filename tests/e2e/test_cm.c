@@ -319,6 +319,12 @@ static void test_connect(const char *ip)
 	struct side c = {0}, s = {0};
 	side_setup(&c, resolved_id(&cch, ip, l.port));
 	post_recv(&c, 0, 4096);
+	/* ECE belongs to ids without a QP (librdmacm): with one, EINVAL. */
+	struct ibv_ece ece = {.vendor_id = 1};
+	CHECK_EQ(rdma_set_local_ece(c.id, &ece), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(rdma_get_remote_ece(c.id, &ece), -1);
+	CHECK_EQ(errno, EINVAL);
 
 	struct rdma_conn_param cp = {.private_data = PD_CLI,
 				     .private_data_len = (uint8_t)strlen(PD_CLI),
@@ -1752,6 +1758,25 @@ static void test_api(void)
 	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)), 0);
 	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &tos, 1), 0);
 	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &one, sizeof(one)), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* ECE, as librdmacm 44 on a device without it (regression: ENOSYS): the local value is
+	 * taken (checked: a vendor ID, no comp_mask), the peer's reads as none. */
+	struct ibv_ece ece = {.vendor_id = 0x15b3, .options = 5};
+	CHECK_EQ(rdma_set_local_ece(id, &ece), 0);
+	ece.vendor_id = 0;
+	CHECK_EQ(rdma_set_local_ece(id, &ece), -1);
+	CHECK_EQ(errno, EINVAL);
+	ece = (struct ibv_ece){.vendor_id = 1, .comp_mask = 1};
+	CHECK_EQ(rdma_set_local_ece(id, &ece), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(rdma_set_local_ece(id, NULL), -1);
+	CHECK_EQ(errno, EINVAL);
+	memset(&ece, 0xff, sizeof(ece));
+	CHECK_EQ(rdma_get_remote_ece(id, &ece), 0);
+	CHECK_EQ(ece.vendor_id, 0);
+	CHECK_EQ(ece.options, 0);
+	CHECK_EQ(ece.comp_mask, 0);
+	CHECK_EQ(rdma_get_remote_ece(id, NULL), -1);
 	CHECK_EQ(errno, EINVAL);
 	/* Addresses: a non-local one cannot be bound; a link-local destination (no scope in a
 	 * GID) gives ADDR_ERROR. */
