@@ -14,6 +14,8 @@
 
 enum conn_phase {
 	PH_OPEN,     /* the QP owns the stream */
+	PH_LINGER,   /* the QP has left (destroyed, ERR) right after the peer sent something: the
+			stream stays open a moment before our FIN (iwp_qp_detach), input discarded */
 	PH_DRAINING, /* our last bytes (a Terminate) are out and writing is shut down: input is
 			discarded until the peer closes, so that it reads those bytes before a
 			reset (closing with unread input would send one) */
@@ -38,8 +40,10 @@ struct iwp_conn {
 	 * nudge_next 0: no more. */
 	uint8_t nudge_n;
 	uint64_t nudge_base, nudge_next;
-	uint64_t nudge_fpdus; /* our FPDUs (nudges excluded) at RTS */
-	uint32_t events;      /* epoll interest registered */
+	uint64_t nudge_fpdus;  /* our FPDUs (nudges excluded) at RTS */
+	uint64_t last_rx;      /* when stream bytes last came in (core_now_ns), 0: never */
+	uint64_t linger_until; /* PH_LINGER: when our FIN goes */
+	uint32_t events;       /* epoll interest registered */
 	struct iwp_conn *next;
 };
 

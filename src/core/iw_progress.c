@@ -33,6 +33,9 @@
 #define HS_POLL_MS 50
 /* Nudges per connection we initiate (see struct iwp_conn): at 1, 2, 4 ... 512 ms. */
 #define NUDGES 10
+/* A QP leaving a connection less than this after the peer's last bytes: the FIN waits until
+ * the stream has been quiet that long (iwp_qp_detach). */
+#define LINGER_QUIET_NS (20 * 1000000ull)
 
 int iwp_crc_policy(const char *s)
 {
@@ -51,6 +54,10 @@ int iwp_crc_policy(const char *s)
 static pthread_mutex_t procs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iwp *procs;
 static atomic_int nprocs;
+/* Connections in PH_LINGER in this process (lingering_pid's: a fork child has no threads to
+ * end them), waited for at exit. */
+static atomic_int lingering;
+static pid_t lingering_pid;
 
 int iwp_create(struct core_ctx *core, struct iwp **out)
 {
@@ -165,6 +172,7 @@ static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 			conn_lost(k, now);
 			return did;
 		}
+		k->last_rx = now;
 		size_t used;
 		int e = staged ? iw_qp_rx_bytes(k->qp, p->stage, (size_t)r, &used, now)
 			       : iw_qp_rx_done(k->qp, (size_t)r, now);
@@ -267,6 +275,21 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 	bool did = false, idle = false;
 	*gone = false;
 	k->more = false;
+	if (k->phase == PH_LINGER) {
+		bool closed = conn_drain(p, k);
+		if (!closed && now < k->linger_until)
+			return false;
+		atomic_fetch_sub(&lingering, 1);
+		if (closed) { /* the peer ended the stream first */
+			conn_free(p, k, false);
+			*gone = true;
+			return true;
+		}
+		io_tcp_shutdown(k->tcp);
+		k->phase = PH_DRAINING;
+		set_events(p, k, EPOLLIN);
+		return true;
+	}
 	if (k->phase == PH_DRAINING) {
 		if (conn_drain(p, k) || k->dead) {
 			conn_free(p, k, false);
@@ -324,8 +347,9 @@ static bool run_conns(struct iwp *p, bool rx, bool *sent)
 			continue;
 		}
 		did |= k->more;
-		if (k->nudge_next && (!timer || k->nudge_next < timer))
-			timer = k->nudge_next;
+		uint64_t due = k->phase == PH_LINGER ? k->linger_until : k->nudge_next;
+		if (due && (!timer || due < timer))
+			timer = due;
 		pp = &k->next;
 	}
 	atomic_store_explicit(&p->next_timer, timer, memory_order_relaxed);
@@ -387,17 +411,64 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
 	return eng_cq_poll(cq, n, wc);
 }
 
+/* The QP leaves its connection (destroyed, moved to ERR or RESET: rdma_disconnect,
+ * rdma_destroy_qp). If the peer sent something less than LINGER_QUIET_NS ago, our FIN waits
+ * until the stream has been quiet that long: Linux siw completes a send WQE only after its
+ * last byte is with TCP, and a FIN that arrives in between flushes that WQE with
+ * IBV_WC_LOC_QP_OP_ERR (siw_sq_flush), although its bytes arrived. perftest's closing
+ * handshake does exactly this: the client's SEND, the server's answer and the server's exit;
+ * against siw under load, 'Bad wc status 2' at the client. The lingering connection belongs to
+ * no QP; the progress thread shuts it down at linger_until (or frees it when the peer closes
+ * first), and the process waits for it at exit (iwp_at_exit) and in iwp_destroy. */
 void iwp_qp_detach(struct iwp *p, struct iw_qp *qp)
 {
 	iwp_rdv_cancel(p, qp);
 	for (struct iwp_conn **pp = &p->conns; *pp; pp = &(*pp)->next) {
 		struct iwp_conn *k = *pp;
-		if (k->qp == qp) {
-			*pp = k->next;
-			conn_close(p, k);
+		if (k->qp != qp)
+			continue;
+		uint64_t now = core_now_ns();
+		if (k->phase == PH_OPEN && !k->dead && !k->peer_done && k->last_rx &&
+		    now - k->last_rx < LINGER_QUIET_NS && p->has_thread) {
+			k->qp = NULL;
+			k->phase = PH_LINGER;
+			k->nudge_next = 0;
+			k->linger_until = k->last_rx + LINGER_QUIET_NS;
+			set_events(p, k, EPOLLIN);
+			lingering_pid = getpid();
+			atomic_fetch_add(&lingering, 1);
+			uint64_t t = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
+			if (!t || k->linger_until < t)
+				atomic_store_explicit(&p->next_timer, k->linger_until,
+						      memory_order_relaxed);
+			uint64_t one = 1;
+			if (write(p->kickfd, &one, sizeof(one)) < 0) {
+				/* the thread looks at the timer within WAIT_MS anyway */
+			}
 			return;
 		}
+		*pp = k->next;
+		conn_close(p, k);
+		return;
 	}
+}
+
+static void nap_ns(uint64_t ns);
+
+/* Waits (bounded) until no connection of this process lingers: at exit, the kernel would send
+ * their FINs at once. */
+static void wait_lingering(void)
+{
+	for (int i = 0; i < (int)(LINGER_QUIET_NS / 1000000ull) + 10; i++) {
+		if (atomic_load(&lingering) <= 0 || lingering_pid != getpid())
+			return;
+		nap_ns(1000000ull);
+	}
+}
+
+__attribute__((destructor)) static void iwp_at_exit(void)
+{
+	wait_lingering();
 }
 
 /* ---- the progress thread ---- */
@@ -502,6 +573,7 @@ void iwp_destroy(struct iwp *p)
 	}
 	pthread_mutex_unlock(&procs_lock);
 	iwp_rdv_destroy(p); /* first: its thread hands connections to the loop */
+	wait_lingering();
 	if (p->has_thread) {
 		atomic_store(&p->stop, true);
 		uint64_t one = 1;
@@ -513,6 +585,8 @@ void iwp_destroy(struct iwp *p)
 	while (p->conns) {
 		struct iwp_conn *k = p->conns;
 		p->conns = k->next;
+		if (k->phase == PH_LINGER)
+			atomic_fetch_sub(&lingering, 1);
 		conn_close(p, k);
 	}
 	io_tcp_listener_close(p->lis);
