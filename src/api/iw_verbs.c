@@ -40,6 +40,7 @@ static int iw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	/* Moves bytes on this thread (DESIGN.md decision 4), as RoCE does. */
 	int n = iwp_poll_cq(ctx->iwp, &cq->ecq, num_entries, wc);
 	core_unlock(ctx->core);
+	iwp_after_unlock(ctx->iwp);
 	return n;
 }
 
@@ -53,6 +54,7 @@ static int iw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	/* Into the socket right away, on the caller's thread: no hand-off on the latency path. */
 	iwp_flush(ctx->iwp);
 	core_unlock(ctx->core);
+	iwp_after_unlock(ctx->iwp);
 	return -ret;
 }
 

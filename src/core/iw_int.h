@@ -63,6 +63,7 @@ struct iwp {
 	struct iwp_rdv *rdv;	     /* auto-connect (iw_rdv.c), created at the first QP */
 	uint64_t peer_closed;	     /* auto-connected streams the peer ended between messages */
 	struct iwp *proc_next;	     /* the process's iWARP contexts (iw_progress.c, procs) */
+	atomic_bool neighbours_due;  /* a pass sent bytes: the others' receive pass is due */
 	uint8_t discard[4096];
 	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
 };

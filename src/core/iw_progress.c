@@ -360,35 +360,40 @@ static bool run_conns(struct iwp *p, bool rx, bool *sent)
  * receive runs in the sender's system call. softrdma's target places it when its progress
  * thread wakes, tens of microseconds later, so a program holding both ends that reads the
  * target's memory right after the writer's RDMA WRITE completes (pyverbs' rdma_traffic; iWARP
- * acknowledges nothing, RFC 5040 5.3) would find it there on siw and not here. So after a
- * pass that sent bytes, when the process has other iWARP contexts, each of them whose lock is
- * free gets a receive pass at once, on this thread (bytes sent on loopback are in the peer
- * socket when send returns). Only trylock: no order between the locks of two contexts is ever
- * needed (a context whose lock is busy is being progressed). procs_lock is taken under a
- * context's lock here, and never the other way round (create and destroy take it without
- * one); nprocs is read without it, as a hint. */
+ * acknowledges nothing, RFC 5040 5.3) would find it there on siw and not here. So a pass that
+ * sent bytes, when the process has other iWARP contexts, asks for a receive pass of each of
+ * them (neighbours_due), which the thread makes once it has let go of its own context's lock
+ * (iwp_after_unlock), before it returns to the application: bytes sent on loopback are in the
+ * peer socket when send returns, so they are placed before the writer can see its completion.
+ * No thread ever holds two contexts' locks; procs_lock is taken before a context's lock,
+ * never after (create and destroy take it alone); nprocs is read without it, as a hint. */
 static void pass_to_neighbours(struct iwp *p)
 {
-	if (atomic_load_explicit(&nprocs, memory_order_relaxed) < 2)
-		return;
 	pthread_mutex_lock(&procs_lock);
 	for (struct iwp *q = procs; q; q = q->proc_next) {
-		if (q == p || !core_trylock(q->core))
+		if (q == p || !q->conns)
 			continue;
+		core_lock(q->core);
 		bool sent = false;
-		if (q->conns)
-			run_conns(q, true, &sent);
+		run_conns(q, true, &sent);
 		core_unlock(q->core);
 	}
 	pthread_mutex_unlock(&procs_lock);
+}
+
+void iwp_after_unlock(struct iwp *p)
+{
+	if (atomic_load_explicit(&p->neighbours_due, memory_order_relaxed) &&
+	    atomic_exchange(&p->neighbours_due, false))
+		pass_to_neighbours(p);
 }
 
 static bool run_all(struct iwp *p, bool rx)
 {
 	bool sent = false;
 	bool did = run_conns(p, rx, &sent);
-	if (sent)
-		pass_to_neighbours(p);
+	if (sent && atomic_load_explicit(&nprocs, memory_order_relaxed) >= 2)
+		atomic_store_explicit(&p->neighbours_due, true, memory_order_relaxed);
 	return did;
 }
 
@@ -520,11 +525,13 @@ static void *iwp_main(void *arg)
 		core_lock(p->core);
 		bool did = iwp_progress(p);
 		core_unlock(p->core);
+		iwp_after_unlock(p);
 		for (int i = 0; did && i < 64; i++) {
 			if (!core_trylock(p->core))
 				break;
 			did = iwp_progress(p);
 			core_unlock(p->core);
+			iwp_after_unlock(p);
 		}
 	}
 	return NULL;

@@ -112,8 +112,8 @@ int iwp_adopt_conn(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tcp,
  * outside core. */
 int iwp_crc(const struct iwp *p);
 
-/* The QP leaves the stream (ERR, RESET, destroy): its connection, if any, is reset now.
- * Under the lock. */
+/* The QP leaves the stream (ERR, RESET, destroy): its connection closes (in order; after a
+ * short linger if the peer has just sent something, see iw_progress.c). Under the lock. */
 void iwp_qp_detach(struct iwp *p, struct iw_qp *qp);
 
 /* Moves what can move on every connection. Under the lock. Returns true if it did anything. */
@@ -123,6 +123,12 @@ void iwp_flush(struct iwp *p);
 /* poll_cq: completions from cq (up to n), moving bytes first when it is empty. Under the
  * lock. */
 int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc);
+/* Right after the lock is let go by a thread that called iwp_progress / iwp_flush /
+ * iwp_poll_cq: if that sent bytes while the process has other iWARP contexts, each of them
+ * gets a receive pass now (takes their locks one at a time), so that on loopback a peer in
+ * the same process has placed them before the sender returns, as with siw. Not under any
+ * context's lock. */
+void iwp_after_unlock(struct iwp *p);
 /* The application is polling or posting (the thread stays out of its way meanwhile). */
 void iwp_note_app(struct iwp *p);
 
