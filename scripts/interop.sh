@@ -240,9 +240,9 @@ if [ "$loops" -gt 0 ] && { [ -z "$only" ] || [[ "loop/rping" =~ $only ]]; }; the
 		else
 			echo "## run $i failed" >>"$log"
 		fi
-		printf '\r   %d/%d passed of %d run' $ok $i $i
+		[ -t 1 ] && printf '\r   %d of %d runs passed' $ok $i
 	done
-	echo
+	[ -t 1 ] && echo
 	record "iwarp/loop/rping_after_neigh_flush ($ok/$loops)" "iwarp/loop" $([ $ok = "$loops" ] && echo 1 || echo 0) "$log"
 fi
 
