@@ -47,11 +47,22 @@ static const char *find_libdir(char *buf, size_t len)
 	if (!slash)
 		return NULL;
 	*slash = 0;
-	static const char *const rel[] = {"lib", "../lib/softrdma"};
+#ifndef SOFTRDMA_BIN_TO_LIBDIR
+#define SOFTRDMA_BIN_TO_LIBDIR "../lib/softrdma"
+#endif
+	/* The build tree (<build>/lib), then the installed layout (CMakeLists.txt: relative to
+	 * the installed CLI, e.g. ../lib/softrdma, or ../lib/<multiarch>/softrdma under /usr). */
+	static const char *const rel[] = {"lib", SOFTRDMA_BIN_TO_LIBDIR, "../lib/softrdma"};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(buf, len, "%s/%s", exe, rel[i]);
-		if (has_lib(buf))
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/%s", exe, rel[i]);
+		if (!has_lib(dir))
+			continue;
+		/* Canonical (no bin/..): it is shown by -v and inherited by the program. */
+		if (len >= PATH_MAX && realpath(dir, buf))
 			return buf;
+		snprintf(buf, len, "%s", dir);
+		return buf;
 	}
 	return NULL;
 }
