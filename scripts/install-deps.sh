@@ -2,7 +2,8 @@
 # Installs what softrdma needs to build and test on Debian 12. Run as root (or with sudo).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev tshark clang clang-format
-	libclang-rt-14-dev valgrind iproute2 ibverbs-utils perftest rdmacm-utils chromium)
+	libclang-rt-14-dev valgrind iproute2 ibverbs-utils perftest rdmacm-utils chromium
+	infiniband-diags)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
