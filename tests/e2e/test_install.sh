@@ -11,12 +11,13 @@ build=${1:?build directory}
 for p in ibv_devices pkg-config cc; do
 	command -v "$p" >/dev/null || { echo "SKIP: $p not installed (scripts/install-deps.sh)"; exit 77; }
 done
+# A sanitizer build's library runs under ASan (preloaded into the programs that load it; not
+# into cmake or the compiler: cmake hangs at exit with it).
+asan=()
+sanitize=()
 if grep -q "SOFTRDMA_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
-	export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
-	export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+	asan=(env LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 	sanitize=(-fsanitize=address,undefined)
-else
-	sanitize=()
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -24,7 +25,7 @@ P=$dir/prefix
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
-if ! cmake --install "$build" --prefix "$P" >"$dir/install.log" 2>&1; then
+if ! timeout 120 cmake --install "$build" --prefix "$P" >"$dir/install.log" 2>&1; then
 	cat "$dir/install.log"
 	echo "FAIL: cmake --install"
 	exit 1
@@ -53,13 +54,13 @@ for f in "$P/bin/softrdma" "$libdir/libsoftrdma.so" "$libdir/softrdma/librdmacm.
 	fi
 done
 
-v=$("$P/bin/softrdma" --version 2>&1)
+v=$("${asan[@]}" "$P/bin/softrdma" --version 2>&1)
 echo "--version: $v"
 [[ $v =~ ^softrdma\ [0-9]+\.[0-9]+\.[0-9]+ ]] || bad "softrdma --version printed '$v'"
-[ "$("$P/bin/softrdma" version 2>&1)" = "$v" ] || bad "softrdma version differs from --version"
+[ "$("${asan[@]}" "$P/bin/softrdma" version 2>&1)" = "$v" ] || bad "softrdma version differs from --version"
 
 # softrdma run from the installed prefix: its libdir search finds P/lib/softrdma.
-out=$(timeout 30 "$P/bin/softrdma" run -v -- ibv_devices 2>&1)
+out=$("${asan[@]}" timeout 30 "$P/bin/softrdma" run -v -- ibv_devices 2>&1)
 rc=$?
 echo "$out" | sed 's/^/  run: /'
 [ $rc -eq 0 ] || bad "softrdma run -- ibv_devices exited $rc"
@@ -104,7 +105,7 @@ if cc "${sanitize[@]}" -o "$dir/tiny" "$dir/tiny.c" $(pkg-config --cflags --libs
 	-Wl,-rpath,"$libdir" 2>"$dir/cc.log"; then
 	ldd "$dir/tiny" | grep -q "$libdir/libsoftrdma.so" || bad "tiny is not linked with the installed libsoftrdma.so"
 	ldd "$dir/tiny" | grep -q "libibverbs" && bad "tiny pulls in a libibverbs as well"
-	timeout 30 "$dir/tiny" || bad "tiny (shared) failed"
+	"${asan[@]}" timeout 30 "$dir/tiny" || bad "tiny (shared) failed"
 else
 	cat "$dir/cc.log"
 	bad "cannot compile against the installed softrdma.pc"
@@ -112,7 +113,7 @@ fi
 # shellcheck disable=SC2046
 if cc "${sanitize[@]}" -o "$dir/tiny_static" "$dir/tiny.c" $(pkg-config --cflags softrdma) \
 	"$libdir/libsoftrdma.a" $(pkg-config --static --libs-only-other softrdma) 2>"$dir/cc.log"; then
-	timeout 30 "$dir/tiny_static" || bad "tiny (static) failed"
+	"${asan[@]}" timeout 30 "$dir/tiny_static" || bad "tiny (static) failed"
 else
 	cat "$dir/cc.log"
 	bad "cannot link statically against the installed libsoftrdma.a"
