@@ -11,7 +11,7 @@ scripts/install-deps.sh
 jobs=$(nproc)
 build() { # dir, extra cmake args...
 	local dir=$1; shift
-	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSOFTRDMA_WERROR=ON "$@" >/dev/null
 	cmake --build "$dir" -j "$jobs" >/dev/null
 }
 build build

@@ -7,6 +7,7 @@
 #include "api/api.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -56,6 +57,47 @@ static struct sr_device *find_device(const char *ifname)
 	return NULL;
 }
 
+/* The device's sysfs and /dev names (ibv_device's dev_name, dev_path, ibdev_path). Under
+ * `softrdma run`'s device view (src/tools/view.c) it has kernel-like entries:
+ * /sys/class/infiniband/<name>, and /sys/class/infiniband_verbs/uverbsN, whose ibdev file
+ * names it, with the character device /dev/infiniband/uverbsN; programs that look there
+ * (UCX's device access check and GID types, pyverbs' tests) find it as they find the kernel's
+ * devices. Without the view the paths lead nowhere and dev_name stays softrdma_<...>. */
+static void set_paths(struct sr_device *d)
+{
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/nonexistent/softrdma/%s",
+		 d->ibdev.name);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "/nonexistent/softrdma/%s",
+		 d->ibdev.name);
+	DIR *dir = opendir("/sys/class/infiniband_verbs");
+	if (!dir)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		char path[512], ibdev[IBV_SYSFS_NAME_MAX + 2];
+		if (strncmp(e->d_name, "uverbs", 6) != 0 ||
+		    strlen(e->d_name) >= sizeof(d->ibdev.dev_name))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%s/ibdev", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		bool match = fgets(ibdev, sizeof(ibdev), f) &&
+			     strcspn(ibdev, "\n") == strlen(d->ibdev.name) &&
+			     strncmp(ibdev, d->ibdev.name, strlen(d->ibdev.name)) == 0;
+		fclose(f);
+		if (!match)
+			continue;
+		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", e->d_name);
+		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
+			 "/sys/class/infiniband_verbs/%s", e->d_name);
+		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+			 "/sys/class/infiniband/%s", d->ibdev.name);
+		break;
+	}
+	closedir(dir);
+}
+
 /* Gives every RoCE device an iWARP twin right after it (created once, refreshed at every
  * scan: the twin's addresses are the RoCE device's, so the two never disagree). */
 static void add_iwarp_twins(void)
@@ -75,10 +117,7 @@ static void add_iwarp_twins(void)
 			snprintf(t->ibdev.name, sizeof(t->ibdev.name), "iwarp_%s", d->ifname);
 			snprintf(t->ibdev.dev_name, sizeof(t->ibdev.dev_name), "softrdma_iw_%s",
 				 d->ifname);
-			snprintf(t->ibdev.dev_path, sizeof(t->ibdev.dev_path),
-				 "/nonexistent/softrdma/%s", t->ibdev.name);
-			snprintf(t->ibdev.ibdev_path, sizeof(t->ibdev.ibdev_path),
-				 "/nonexistent/softrdma/%s", t->ibdev.name);
+			set_paths(t);
 			t->next = d->next;
 			d->next = t;
 		}
@@ -171,10 +210,7 @@ static void scan_interfaces(void)
 					 ifa->ifa_name);
 				snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name),
 					 "softrdma_%s", ifa->ifa_name);
-				snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
-					 "/nonexistent/softrdma/%s", d->ibdev.name);
-				snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
-					 "/nonexistent/softrdma/%s", d->ibdev.name);
+				set_paths(d);
 				d->first_v4 = -1;
 				fill_link_info(d);
 				struct sr_device **tail = &devices;

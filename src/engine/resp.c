@@ -1021,6 +1021,26 @@ void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 	}
 }
 
+/* wc.sl of a UD receive: on RoCE there is no SL (no LRH); ConnectX reports the packet's
+ * network header type there instead, and consumers rely on it: UCX's UD transport reads the L3
+ * type from it to compare 4 (IPv4) or 16 bytes of the GRH area's destination with its GID, and
+ * silently drops the datagram when they differ (rxe reports 0, read as IPv6: IPv4 datagrams are
+ * lost). The convention (the mlx5 PRM, as UCX's ud_iface.h quotes it): bits 2:0 the L3 header
+ * type (0 GRH, 1 IPv6, 2 IPv4), bit 3 set when the frame has a UDP header, as every RoCEv2 frame
+ * has. The header is the one core/ built for the GRH area (IPv6 header, or 20 zero bytes and the
+ * IPv4 header); none (grh NULL): 0. */
+static uint8_t ud_wc_sl(const uint8_t *grh)
+{
+	enum { UDP = 0x8, L3_IPV6 = 0x1, L3_IPV4 = 0x2 };
+	if (!grh)
+		return 0;
+	if (grh[0] >> 4 == 6)
+		return UDP | L3_IPV6;
+	if (grh[20] >> 4 == 4)
+		return UDP | L3_IPV4;
+	return 0;
+}
+
 void eng_resp_input_ud(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt,
 		       const uint8_t *grh)
 {
@@ -1104,6 +1124,7 @@ void eng_resp_input_ud(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 	wc.byte_len = ENG_GRH_LEN + len;
 	wc.src_qp = pkt->deth.src_qpn;
 	wc.pkey_index = 0;
+	wc.sl = ud_wc_sl(grh);
 	wc.wc_flags = IBV_WC_GRH;
 	if (oi->imm) {
 		memcpy(&wc.imm_data, pkt->imm, 4);

@@ -76,6 +76,10 @@ void eng_swqe_fill(struct eng_swqe *w, const struct ibv_send_wr *wr, int op, uin
 		uint32_t off = 0;
 
 		for (int i = 0; i < wr->num_sge; i++) {
+			/* An empty entry may have no address at all (UCX posts {0, 0}): never
+			 * handed to memcpy. */
+			if (!wr->sg_list[i].length)
+				continue;
 			memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			off += wr->sg_list[i].length;

@@ -485,7 +485,7 @@ static int run_pair(struct cmp *c, const struct srv_spec *spec, const char *roce
 		ret = -1;
 	} else if (rc != 0 || !WIFEXITED(cst) || WEXITSTATUS(cst) != 0) {
 		log_reason(k.log, why, sizeof(why));
-		snprintf(err, errlen, "client %s: %.160s", status_str(cst, a, sizeof(a)), why);
+		snprintf(err, errlen, "client %s: %.140s", status_str(cst, a, sizeof(a)), why);
 		ret = -1;
 	} else if (!sok) {
 		snprintf(err, errlen, "server %.180s", swhy);

@@ -1513,6 +1513,9 @@ static bool setup_pd_last(const void *p, size_t n)
 static int next_event(struct fl *f, struct rdma_event_channel *ch, struct rdma_cm_event *out,
 		      bool *pd_last, const char *silence)
 {
+	/* Defined on every path: callers look at it only on success, which gcc -O3 cannot see
+	 * through fail() (-Wmaybe-uninitialized). */
+	memset(out, 0, sizeof(*out));
 	int r = wait_fd(ch->fd, POLLIN, timeout_ms(f));
 	if (r < 0)
 		return r == -EINTR ? r : fail(f, "poll: %s", strerror(-r));

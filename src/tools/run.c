@@ -11,16 +11,22 @@
 #include <unistd.h>
 
 #include "tools/tools.h"
+#include "tools/view.h"
 
 static const char *const run_usage =
-    "usage: softrdma run [--transport roce|iwarp] [--libdir DIR] [-v] -- PROGRAM [ARGS...]\n"
+    "usage: softrdma run [--transport roce|iwarp] [--libdir DIR] [--no-view] [-v] -- PROGRAM "
+    "[ARGS...]\n"
     "\n"
-    "Runs PROGRAM (ibv_rc_pingpong, ib_send_lat, rping, your own verbs program...) unmodified\n"
-    "on softrdma: its libibverbs.so.1 and librdmacm.so.1 are softrdma's.\n"
+    "Runs PROGRAM (ibv_rc_pingpong, ib_send_lat, rping, ucx_perftest, mpirun, your own verbs\n"
+    "program...) unmodified on softrdma: its libibverbs.so.1 and librdmacm.so.1 are softrdma's,\n"
+    "and it sees softrdma's devices in /sys/class/infiniband, /sys/class/infiniband_verbs and\n"
+    "/dev/infiniband as the kernel shows RDMA devices (a private view: a mount namespace, and a\n"
+    "user namespace without root; where that is not allowed, PROGRAM runs without it).\n"
     "  --transport T   roce (default) or iwarp: which device rdma_cm uses where an address has\n"
     "                  both (programs that name a device with -d choose it themselves)\n"
     "  --libdir DIR    where softrdma's libibverbs.so.1 is (default: next to this program,\n"
     "                  in lib/ or ../lib/softrdma/)\n"
+    "  --no-view       no device view in /sys and /dev (also: SOFTRDMA_VIEW=0)\n"
     "  -v, --verbose   print the environment given to PROGRAM\n"
     "  -h, --help      this text\n"
     "\n"
@@ -47,11 +53,22 @@ static const char *find_libdir(char *buf, size_t len)
 	if (!slash)
 		return NULL;
 	*slash = 0;
-	static const char *const rel[] = {"lib", "../lib/softrdma"};
+#ifndef SOFTRDMA_BIN_TO_LIBDIR
+#define SOFTRDMA_BIN_TO_LIBDIR "../lib/softrdma"
+#endif
+	/* The build tree (<build>/lib), then the installed layout (CMakeLists.txt: relative to
+	 * the installed CLI, e.g. ../lib/softrdma, or ../lib/<multiarch>/softrdma under /usr). */
+	static const char *const rel[] = {"lib", SOFTRDMA_BIN_TO_LIBDIR, "../lib/softrdma"};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(buf, len, "%s/%s", exe, rel[i]);
-		if (has_lib(buf))
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/%s", exe, rel[i]);
+		if (!has_lib(dir))
+			continue;
+		/* Canonical (no bin/..): it is shown by -v and inherited by the program. */
+		if (len >= PATH_MAX && realpath(dir, buf))
 			return buf;
+		snprintf(buf, len, "%s", dir);
+		return buf;
 	}
 	return NULL;
 }
@@ -61,10 +78,12 @@ int cmd_run(int argc, char **argv)
 	static const struct option opts[] = {{"transport", required_argument, NULL, 't'},
 					     {"libdir", required_argument, NULL, 'L'},
 					     {"verbose", no_argument, NULL, 'v'},
+					     {"no-view", no_argument, NULL, 'N'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	const char *transport = "roce", *libdir = NULL;
-	int verbose = 0, c;
+	const char *view_env = getenv("SOFTRDMA_VIEW");
+	int verbose = 0, view = !(view_env && !strcmp(view_env, "0")), c;
 	/* "+": stop at the first non-option, the program. */
 	while ((c = getopt_long(argc, argv, "+t:L:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -76,6 +95,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = 1;
+			break;
+		case 'N':
+			view = 0;
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -110,6 +132,20 @@ int cmd_run(int argc, char **argv)
 	if (setenv("LD_LIBRARY_PATH", path, 1) || setenv("SOFTRDMA_TRANSPORT", transport, 1)) {
 		perror("softrdma run: setenv");
 		return 1;
+	}
+	if (view) {
+		char why[320];
+		int r = view_enter(why, sizeof(why));
+		if (r == 0 && verbose)
+			fprintf(stderr, "softrdma run: device view in /sys/class and /dev\n");
+		else if (r == -EEXIST && verbose)
+			fprintf(stderr, "softrdma run: in a device view already\n");
+		else if (r < 0 && r != -EEXIST)
+			fprintf(
+			    stderr,
+			    "softrdma run: warning: no device view in /sys/class/infiniband (%s); "
+			    "%s runs without it (--no-view: do not try)\n",
+			    why, argv[optind]);
 	}
 	if (verbose)
 		fprintf(stderr, "softrdma run: LD_LIBRARY_PATH=%s SOFTRDMA_TRANSPORT=%s %s\n", path,

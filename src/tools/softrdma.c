@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "softrdma_version.h" /* generated: cmake/version.cmake */
 #include "tools/tools.h"
 
 static const char *const usage_text =
@@ -24,6 +25,7 @@ static const char *const usage_text =
     "  compare [options]        RoCEv2 against iWARP against raw UDP/TCP, measured in one\n"
     "                           run: a table, a JSON file and an HTML report\n"
     "  report RESULT.json       the HTML report of a compare result\n"
+    "  version, --version       the version of softrdma\n"
     "\n"
     "Run 'softrdma <command> --help' for a command's options.\n";
 
@@ -168,6 +170,16 @@ static int cmd_devices(int argc, char **argv)
 	return ret;
 }
 
+static int cmd_version(void)
+{
+	/* The release, then where in the history it was built from, if it was a checkout. */
+	if (SOFTRDMA_GIT_DESCRIBE[0])
+		printf("softrdma %s (git %s)\n", SOFTRDMA_VERSION, SOFTRDMA_GIT_DESCRIBE);
+	else
+		printf("softrdma %s\n", SOFTRDMA_VERSION);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -178,6 +190,8 @@ int main(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version"))
+		return cmd_version();
 	if (!strcmp(argv[1], "devices"))
 		return cmd_devices(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))

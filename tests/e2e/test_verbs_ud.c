@@ -518,6 +518,9 @@ static void per_wr_destinations(void)
 		CHECK_EQ(wc.qp_num, to->qp->qp_num);
 		CHECK_EQ(wc.pkey_index, 0);
 		CHECK_EQ(wc.wc_flags, IBV_WC_GRH | (i & 1 ? IBV_WC_WITH_IMM : 0));
+		/* The L3 type in sl, as ConnectX: UDP (8) | IPv6 (1) or IPv4 (2); UCX's UD
+		 * transport drops datagrams without it. */
+		CHECK_EQ(wc.sl, (i & 1) && v6 ? 0x9 : 0xA);
 		if (i & 1)
 			CHECK_EQ(ntohl(wc.imm_data), 0xABC00000u + (uint32_t)i);
 		CHECK_MEM(m + GRH, a.buf + 100u * (uint32_t)i, len);
@@ -767,6 +770,7 @@ static void hostile(void)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.wr_id, 1);
 	CHECK_EQ(wc.src_qp, 0x123456);
+	CHECK_EQ(wc.sl, 0xA); /* RoCEv2 over IPv4 */
 	CHECK_EQ(wc.byte_len, GRH + hl);
 	CHECK_MEM(b.buf + GRH, hello, hl);
 	check_grh4(b.buf, (uint32_t)n, 0x10, 33, 1);

@@ -268,6 +268,27 @@ static void inline_data(void)
 		CHECK_EQ(b_dst->host[2048 + len], 0);
 		memcpy(a_src->host + 64, keep, len);
 	}
+	/* An empty entry without an address next to one with the data, as UCX posts them (its
+	 * inline header SGE may be {0, 0}): the empty one adds nothing (and is never read). */
+	{
+		struct ibv_sge sge[2] = {{.addr = 0, .length = 0, .lkey = 0},
+					 {.addr = (uint64_t)(uintptr_t)(a_src->host + 64),
+					  .length = 17,
+					  .lkey = a_src->key}};
+		struct ibv_send_wr wr = {.wr_id = 300,
+					 .sg_list = sge,
+					 .num_sge = 2,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED};
+		const struct ibv_send_wr *bad = NULL;
+		memset(b_dst->host, 0, 4096);
+		CHECK_EQ(sim_post_recv(qb, 600, b_dst, GUARD, 1024), 0);
+		CHECK_EQ(eng_qp_post_send(qa, &wr, &bad, s.now), 0);
+		run_idle();
+		SIM_EXPECT_WC(A, 300, IBV_WC_SUCCESS, IBV_WC_SEND, 17);
+		SIM_EXPECT_WC(B, 600, IBV_WC_SUCCESS, IBV_WC_RECV, 17);
+		CHECK_MEM(b_dst->host + GUARD, a_src->host + 64, 17);
+	}
 	/* Too long for inline: refused at post. */
 	CHECK_EQ(sim_post_send(A, qa, 999, IBV_WR_SEND, a_src, 0, ENG_MAX_INLINE + 1, 0, 0,
 			       IBV_SEND_INLINE),

@@ -38,7 +38,7 @@ struct side {
 
 static const char *step = "setup";
 
-static void fail(const char *fmt, ...)
+__attribute__((noreturn, format(printf, 1, 2))) static void fail(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
