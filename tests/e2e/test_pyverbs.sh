@@ -30,6 +30,17 @@ version=$(dpkg-query -W -f='${Version}' python3-pyverbs 2>/dev/null || echo unkn
 
 FLOOR_roce_lo=87
 FLOOR_iwarp_lo=31
+# With the device view of `softrdma run` (sysfs: the suite's rdma_cm tests look for
+# /sys/class/infiniband/<dev>/device/net), its 7 rdma_cm tests per device run. 6 must pass;
+# test_rdmacm_async_reject_traffic failed about once in 12 runs (the passive process rejects
+# and exits at once; when it is the member of the UDP 4791 group that routes QP1, its REJ can
+# go with it, and the REQ sent again finds nobody: REJECTED 8): counted, not required.
+view=0
+if "$build/softrdma" run -- test -e /sys/class/infiniband/roce_lo/device/net 2>/dev/null; then
+	view=1
+	FLOOR_roce_lo=$((FLOOR_roce_lo + 6))
+	FLOOR_iwarp_lo=$((FLOOR_iwarp_lo + 6))
+fi
 # Fixed for this suite: device, test, how it must end.
 FIXED="
 roce_lo  test_device.DeviceTest.test_query_gid_table_bad_flow ok
@@ -62,6 +73,15 @@ iwarp_lo test_qp.QPTest.test_create_rc_qp_no_attr ok
 iwarp_lo test_qp.QPTest.test_create_rc_qp_ex_no_attr ok
 roce_lo  test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write skipped
 "
+if [ $view = 1 ]; then
+	for dev in roce_lo iwarp_lo; do
+		for t in async_read async_traffic async_traffic_external_qp async_udp_traffic \
+			async_write sync_traffic; do
+			FIXED="$FIXED$dev test_rdmacm.CMTestCase.test_rdmacm_$t ok
+"
+		done
+	done
+fi
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
