@@ -856,8 +856,9 @@ CM_ALIAS(destroy_id);
  * on it: perftest's ib_atomic_lat server returns from main with its ids connected, and rxe's
  * client then waited over a minute in rdma_disconnect for the DREP of a process that was gone.
  * So at exit every RoCE id still talking to a peer says goodbye the same way (DREQ, or the REJ
- * of a handshake in progress), once. iWARP's TCP connections close with the process. */
-__attribute__((destructor)) static void cm_at_exit(void)
+ * of a handshake in progress), once. iWARP's TCP connections close with the process. Runs
+ * before core's last pass (core_at_exit, priority 150), which routes what is still queued. */
+__attribute__((destructor(200))) static void cm_at_exit(void)
 {
 	if (!cm.ids || cm.pid != getpid())
 		return;

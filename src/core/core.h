@@ -136,6 +136,7 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(tx_errors, "packets not sent: socket error")                                             \
 	X(tx_bad_ah, "UD packets not sent: address handle destroyed, or no socket for its family") \
 	X(gsi_routed, "CM MADs to QP1 passed to the process they are for (core/gsi.h)")            \
+	X(gsi_local, "CM MADs sent to a process on our address straight to its endpoint")          \
 	X(gsi_no_target, "CM MADs to QP1 for no listener / no process: answered as the kernel CM") \
 	X(gsi_answered, "REJ / DREP / SIDR_REP sent for a MAD nobody takes")                       \
 	X(gsi_rx_dropped, "packets to QP1 dropped: not a CM MAD (opcode, Q_Key, length, class)")   \

@@ -72,6 +72,8 @@ enum id_mode { ID_UNKNOWN, ID_ZERO, ID_ANY };
 
 struct core_ctx {
 	pthread_mutex_t lock;
+	struct core_ctx *all_next; /* every context of the process (ctxs), for core_at_exit */
+	pid_t pid;
 	struct core_config cfg;
 	struct io_udp *io; /* IPv4: opened by core_start */
 	struct io_fault *fault;
@@ -493,6 +495,20 @@ int core_gsi_send(struct core_ctx *c, const struct gsi_frame *f)
 	struct io_udp *io = io_of(c, f->ipv6);
 	if (!io)
 		return -EAFNOSUPPORT;
+	/* A peer on our own address is a softrdma process of this host: the MAD goes straight to
+	 * its endpoint, as the QP1 router would pass it on. Through UDP it would reach whichever
+	 * process routes QP1 for the host, and that may be this one, about to exit (rdma_reject
+	 * then _exit: the REJ went down with it). Nobody there: through UDP after all, and the
+	 * router answers as the kernel's CM (REJ 8, ...). */
+	const uint8_t *self = f->ipv6 ? c->cfg.local_addr6 : c->cfg.local_addr;
+	if (!memcmp(f->dst, self, 16)) {
+		struct gsi_frame d = *f;
+		d.sport = io_udp_port(io);
+		if (gsi_deliver(&d) == 0) {
+			c->counters[CORE_CNT_gsi_local]++;
+			return 0;
+		}
+	}
 	uint8_t buf[ROCE_BTH_LEN + ROCE_DETH_LEN + CM_MAD_LEN + ROCE_ICRC_LEN];
 	struct roce_pkt pkt;
 	memset(&pkt, 0, sizeof(pkt));
@@ -870,6 +886,10 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/* The process's contexts, for core_at_exit. Taken without a context's lock, never under one. */
+static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct core_ctx *ctxs;
+
 int core_ctx_create(const struct core_config *cfg, struct core_ctx **out)
 {
 	struct core_ctx *c = calloc(1, sizeof(*c));
@@ -880,8 +900,32 @@ int core_ctx_create(const struct core_config *cfg, struct core_ctx **out)
 	c->epfd = -1;
 	c->kickfd = -1;
 	c->next_deadline = UINT64_MAX;
+	c->pid = getpid();
+	pthread_mutex_lock(&ctxs_lock);
+	c->all_next = ctxs;
+	ctxs = c;
+	pthread_mutex_unlock(&ctxs_lock);
 	*out = c;
 	return 0;
+}
+
+/* At exit, after the CM's goodbyes (cm.c cm_at_exit, priority 200, runs first): one last pass
+ * of every RoCE context. The process may be the member of the UDP 4791 group that routes QP1
+ * for the host (gsi.h): CM MADs queued on its socket, its own last REJ or DREQ to a local
+ * peer among them, would go down with it; the pass routes them first. Contexts busy on another
+ * thread are left alone (trylock). */
+__attribute__((destructor(150))) static void core_at_exit(void)
+{
+	if (pthread_mutex_trylock(&ctxs_lock) != 0)
+		return;
+	for (struct core_ctx *c = ctxs; c; c = c->all_next) {
+		if (c->pid != getpid() || !c->io || !core_trylock(c))
+			continue;
+		for (int i = 0; i < 8 && core_progress(c); i++) {
+		}
+		core_unlock(c);
+	}
+	pthread_mutex_unlock(&ctxs_lock);
 }
 
 bool core_started(const struct core_ctx *c)
@@ -1081,6 +1125,13 @@ void core_ctx_destroy(struct core_ctx *c)
 {
 	if (!c)
 		return;
+	pthread_mutex_lock(&ctxs_lock);
+	for (struct core_ctx **pp = &ctxs; *pp; pp = &(*pp)->all_next)
+		if (*pp == c) {
+			*pp = c->all_next;
+			break;
+		}
+	pthread_mutex_unlock(&ctxs_lock);
 	core_lock(c);
 	core_flush(c); /* deferred ACKs (core_poll_cq) */
 	core_unlock(c);

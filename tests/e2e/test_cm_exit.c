@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "cm/cm.h"
+#include "softrdma.h"
 
 static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int timeout_ms)
 {
@@ -190,6 +191,9 @@ int main(int argc, char **argv)
 	CHECK(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 3000, NULL));
 	CHECK_EQ(cm_counter("disconnects"), disc + 1);
 	CHECK_EQ(cm_counter("peer_gone"), gone); /* the DREQ came, not the watch */
+	/* Our REP and DREP went straight to the peer's endpoint, not through whichever process
+	 * routes QP1 for the host (core_gsi_send). */
+	CHECK(softrdma_counter(conn->verbs, NULL, "gsi_local") >= 2);
 	close_conn(conn, pd, cq);
 
 	/* A fork of this process (which holds a connected id) exits: the id is its parent's, the
