@@ -404,10 +404,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ret = obj_mr_table_init(&ctx->mrs, SR_MAX_MR);
 	if (ret < 0)
 		goto free_ctx;
+	ret = obj_mw_table_init(&ctx->mws, SR_MAX_MW);
+	if (ret < 0)
+		goto fini_mrs;
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		ret = -errno;
-		goto fini_mrs;
+		goto fini_mws;
 	}
 	ctx->async_wfd = fds[1];
 
@@ -462,6 +465,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 close_pipe:
 	close(fds[0]);
 	close(fds[1]);
+fini_mws:
+	obj_mw_table_fini(&ctx->mws);
 fini_mrs:
 	obj_mr_table_fini(&ctx->mrs);
 free_ctx:
@@ -485,6 +490,7 @@ int ibv_close_device(struct ibv_context *context)
 		close(context->cmd_fd);
 	close(context->async_fd);
 	close(ctx->async_wfd);
+	obj_mw_table_fini(&ctx->mws);
 	obj_mr_table_fini(&ctx->mrs);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);

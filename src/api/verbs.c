@@ -1072,23 +1072,44 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 
 /* eng_env callbacks */
 
-static void *env_mem_resolve(void *c, uint32_t pd, uint32_t key, bool remote, uint64_t va,
-			     uint64_t len, unsigned access, int *err)
+static void *env_mem_resolve(void *c, uint32_t pd, uint32_t qpn, uint32_t key, bool remote,
+			     uint64_t va, uint64_t len, unsigned access, int *err)
 {
 	struct sr_context *ctx = c;
+	/* An R_Key may name a window (never an L_Key: windows have none). */
+	if (remote && obj_key_is_mw(key))
+		return obj_mw_resolve(&ctx->mws, pd, qpn, key, va, len, access, err);
 	return obj_mr_resolve(&ctx->mrs, pd, key, remote, va, len, access, err);
 }
 
-static int env_mem_invalidate(void *c, uint32_t pd, uint32_t rkey)
+static int env_mem_invalidate(void *c, uint32_t pd, uint32_t qpn, uint32_t rkey, bool remote)
 {
 	struct sr_context *ctx = c;
+	if (obj_key_is_mw(rkey))
+		return obj_mw_invalidate(&ctx->mws, pd, remote ? qpn : 0, rkey);
+	/* A region: rxe invalidates only fast-registration regions, which softrdma does not
+	 * have; LOCAL_INV of a registered one fails so (IBV_WC_LOC_QP_OP_ERR). */
 	struct obj_mr *mr = obj_mr_lookup(&ctx->mrs, rkey);
-	if (!mr || mr->pd != pd)
+	if (!remote || !mr || mr->pd != pd || mr->nmw)
 		return -EINVAL;
-	/* An invalidated key stops granting remote access. */
+	/* A SEND with Invalidate of a region's key: the key stops granting remote access. */
 	mr->access &= ~(unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				  IBV_ACCESS_REMOTE_ATOMIC);
 	return 0;
+}
+
+static int env_mw_bind(void *c, uint32_t pd, uint32_t qpn, const struct eng_mw_bind *b)
+{
+	struct sr_context *ctx = c;
+	struct obj_mw_bind ob = {.mw_rkey = b->mw_rkey,
+				 .new_rkey = b->new_rkey,
+				 .addr = b->addr,
+				 .length = b->length,
+				 .access = b->access};
+	struct obj_mr *mr = b->length ? obj_mr_lookup(&ctx->mrs, b->mr_lkey) : NULL;
+	if (b->length && !mr)
+		return -EINVAL;
+	return obj_mw_bind(&ctx->mws, mr, pd, qpn, &ob);
 }
 
 static void env_wake(void *c, struct eng_qp *qp)
@@ -1116,6 +1137,7 @@ void sr_fill_ops(struct sr_context *ctx)
 	ctx->env.ctx = ctx;
 	ctx->env.mem_resolve = env_mem_resolve;
 	ctx->env.mem_invalidate = env_mem_invalidate;
+	ctx->env.mw_bind = env_mw_bind;
 	ctx->env.wake = env_wake;
 	ctx->env.event = env_event;
 	ctx->env.xsrq_lookup = sr_xsrq_lookup;
