@@ -108,10 +108,12 @@ static bool inside(uint64_t addr, uint64_t len, uint64_t base, uint64_t size)
 int obj_mw_bind(struct obj_mw_table *t, struct obj_mr *mr, uint32_t qp_pd, uint32_t qpn,
 		const struct obj_mw_bind *b)
 {
-	struct obj_mw *mw = obj_mw_lookup(t, b->mw_rkey);
+	uint32_t i = slot_of(b->mw_rkey);
+	struct obj_mw *mw = obj_key_is_mw(b->mw_rkey) && i && i < t->cap ? t->slots[i] : NULL;
 
 	/* -- validate (rxe_check_bind_mw) -- */
-	if (!mw || (b->access & ~MW_KNOWN_ACCESS))
+	if (!mw || (mw->type == IBV_MW_TYPE_1 && mw->key != b->mw_rkey) ||
+	    (b->access & ~MW_KNOWN_ACCESS))
 		return -EINVAL;
 	if (b->length == 0)
 		mr = NULL; /* an unbind names no region (rxe ignores the L_Key then) */

@@ -86,7 +86,7 @@ struct obj_mw_table {
 
 /* What a bind asks (one BIND_MW work request, IBA 10.6.7.2.1). */
 struct obj_mw_bind {
-	uint32_t mw_rkey;  /* the window's current R_Key: a stale one is refused */
+	uint32_t mw_rkey;  /* names the window: type 1, its current R_Key; type 2, its index */
 	uint32_t new_rkey; /* its low byte becomes the window's key byte */
 	uint64_t addr;	   /* window start in the region's iova space */
 	uint64_t length;   /* 0: unbind (type 1 only) */
@@ -107,11 +107,14 @@ bool obj_key_is_mw(uint32_t key);
 /* Binds (or, type 1 with length 0, unbinds) the window named by b->mw_rkey to `mr` (the
  * region of the work request's L_Key, NULL if there is none), for a request posted on QP
  * `qpn` of PD `qp_pd`. Every check comes first, nothing changes on failure: the window
- * exists with that key; type 1: not zero-based; type 2: not bound already (o10-37.2.30), of
- * the QP's PD (C10-72), a region and a length (o10-37.2.40); the region of the window's PD,
- * with IBV_ACCESS_MW_BIND (C10-73), with local write if the window grants remote write or
- * atomics (C10-74), the range inside it (C10-75); known access bits. Returns 0 or
- * -EINVAL. */
+ * exists (type 1: with that key, so a stale ibv_bind_mw is refused; type 2: with that index,
+ * because no type 2 bind updates ibv_mw.rkey, the key a BIND_MW names the window by: rxe
+ * compares the whole key there too, and so refuses a type 2 window's second bind unless the
+ * consumer rewrote ibv_mw.rkey); type 1: not zero-based; type 2: not bound already
+ * (o10-37.2.30), of the QP's PD (C10-72), a region and a length (o10-37.2.40); the region of
+ * the window's PD, with IBV_ACCESS_MW_BIND (C10-73), with local write if the window grants
+ * remote write or atomics (C10-74), the range inside it (C10-75); known access bits.
+ * Returns 0 or -EINVAL. */
 int obj_mw_bind(struct obj_mw_table *t, struct obj_mr *mr, uint32_t qp_pd, uint32_t qpn,
 		const struct obj_mw_bind *b);
 /* Invalidates (unbinds) the type 2 window of key `rkey`: locally (LOCAL_INV, qpn 0: any QP

@@ -165,6 +165,7 @@ static void type2(void)
 	int err;
 
 	REQUIRE(obj_mw_add(&mws, &mw) == 0);
+	uint32_t alloc_key = mw.key;
 	/* Needs a region, a length, and a QP of its PD (o10-37.2.40, C10-72). */
 	b = bind_of(&mw, 0x10000, 0, RW);
 	CHECK_EQ(obj_mw_bind(&mws, &mr, PD, QPN, &b), -EINVAL);
@@ -190,9 +191,14 @@ static void type2(void)
 	CHECK(!resolve(&mw, QPN, 0x10000, 8, IBV_ACCESS_REMOTE_WRITE, &err));
 	CHECK_EQ(err, -ENOENT);
 	CHECK_EQ(obj_mw_invalidate(&mws, PD, 0, k), -EINVAL); /* not bound any more */
-	/* Zero-based: va 0 is the window's first byte; bounds are the window's. */
+	/* Bound again after the invalidation, named by its index with the key it had at
+	 * allocation (ibv_mw.rkey, which type 2 binds leave alone); the key byte is the new one.
+	 * Zero-based: va 0 is the window's first byte; bounds are the window's. */
 	b = bind_of(&mw, 0x10800, 128, RW | IBV_ACCESS_ZERO_BASED);
+	b.mw_rkey = alloc_key;
+	b.new_rkey = ibv_inc_rkey(k);
 	CHECK_EQ(obj_mw_bind(&mws, &mr, PD, QPN, &b), 0);
+	CHECK_EQ(mw.key, ibv_inc_rkey(k));
 	CHECK(resolve(&mw, QPN, 0, 128, IBV_ACCESS_REMOTE_WRITE, &err) == buf + 0x800);
 	CHECK(resolve(&mw, QPN, 127, 1, IBV_ACCESS_REMOTE_WRITE, &err) == buf + 0x87f);
 	CHECK(!resolve(&mw, QPN, 127, 2, IBV_ACCESS_REMOTE_WRITE, &err));
