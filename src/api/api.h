@@ -84,6 +84,14 @@ struct sr_mr {
 	struct obj_mr omr;
 };
 
+/* A memory window (RoCE devices): ibmw is what the application holds; ibmw.rkey is the
+ * window's R_Key as verbs keeps it (a type 1 bind updates it; a type 2 window's new key is
+ * the one its BIND_MW work request carried), omw the window the engine's accesses check. */
+struct sr_mw {
+	struct ibv_mw ibmw;
+	struct obj_mw omw;
+};
+
 struct sr_channel {
 	struct ibv_comp_channel ch; /* ch.fd: read end of a pipe carrying struct sr_cq * */
 	int wfd;
