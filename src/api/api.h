@@ -19,6 +19,7 @@
 #define SR_MAX_QP_WR  16384
 #define SR_MAX_CQE    65536
 #define SR_MAX_MR     65536
+#define SR_MAX_MW     4097 /* window slots: 4096 windows per context, as rxe's RXE_MAX_MW */
 #define SR_ASYNC_RING 64
 #define SR_MAX_XSRQ   1024 /* XRC SRQs per context; their numbers are 1 .. SR_MAX_XSRQ - 1 */
 
@@ -43,6 +44,7 @@ struct sr_context {
 	struct sr_device *dev;
 	struct core_ctx *core;
 	struct obj_mr_table mrs;
+	struct obj_mw_table mws; /* memory windows (RoCE devices; verbs.c) */
 	struct eng_env env;
 	uint32_t next_handle;
 	uint8_t qpn_used[CORE_MAX_QP];
@@ -80,6 +82,14 @@ struct sr_pd {
 struct sr_mr {
 	struct ibv_mr ibmr;
 	struct obj_mr omr;
+};
+
+/* A memory window (RoCE devices): ibmw is what the application holds; ibmw.rkey is the
+ * window's R_Key as verbs keeps it (a type 1 bind updates it; a type 2 window's new key is
+ * the one its BIND_MW work request carried), omw the window the engine's accesses check. */
+struct sr_mw {
+	struct ibv_mw ibmw;
+	struct obj_mw omw;
 };
 
 struct sr_channel {

@@ -295,12 +295,15 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp_wr = SR_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_XRC; /* RoCE: XRC domains, SRQs and QPs (xrc.c) */
+			      IBV_DEVICE_XRC | /* RoCE: XRC domains, SRQs and QPs (xrc.c) */
+			      /* memory windows, type 1 and 2B, as rxe (Linux 6.1) reports them */
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = ENG_MAX_SGE;
 	a->max_sge_rd = ENG_MAX_SGE;
 	a->max_cq = 16384;
 	a->max_cqe = SR_MAX_CQE - 1;
 	a->max_mr = SR_MAX_MR - 1;
+	a->max_mw = SR_MAX_MW - 1;
 	a->max_pd = 65536;
 	a->max_qp_rd_atom = ENG_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = (CORE_MAX_QP - 1) * ENG_MAX_RD_ATOMIC;
@@ -322,6 +325,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 		a->max_res_rd_atom = (CORE_MAX_QP - 1) * IW_MAX_IRD;
 		a->atomic_cap = IBV_ATOMIC_NONE;
 		a->max_ah = 0; /* connected only: no UD */
+		a->max_mw = 0; /* no memory windows (siw has none) */
 	}
 	return 0;
 }
@@ -440,10 +444,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ret = obj_mr_table_init(&ctx->mrs, SR_MAX_MR);
 	if (ret < 0)
 		goto free_ctx;
+	ret = obj_mw_table_init(&ctx->mws, SR_MAX_MW);
+	if (ret < 0)
+		goto fini_mrs;
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		ret = -errno;
-		goto fini_mrs;
+		goto fini_mws;
 	}
 	ctx->async_wfd = fds[1];
 
@@ -498,6 +505,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 close_pipe:
 	close(fds[0]);
 	close(fds[1]);
+fini_mws:
+	obj_mw_table_fini(&ctx->mws);
 fini_mrs:
 	obj_mr_table_fini(&ctx->mrs);
 free_ctx:
@@ -521,6 +530,7 @@ int ibv_close_device(struct ibv_context *context)
 		close(context->cmd_fd);
 	close(context->async_fd);
 	close(ctx->async_wfd);
+	obj_mw_table_fini(&ctx->mws);
 	obj_mr_table_fini(&ctx->mrs);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);

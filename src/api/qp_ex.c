@@ -4,11 +4,11 @@
  * qp_ex's wr_id and wr_flags, the setters (ibv_wr_set_sge / _sge_list / _inline_data /
  * _inline_data_list / _ud_addr / _xrc_srqn) complete the last one, and ibv_wr_complete posts
  * the whole batch through the QP's post_send (ibv_wr_abort drops it). The operations are
- * those softrdma's engine has for the QP type (RC / XRC_SEND: SEND, SEND with immediate or
- * invalidate, RDMA WRITE with and without immediate, RDMA READ, both atomics; UC: SEND and
- * WRITE kinds; UD: SEND, SEND with immediate); memory windows, local invalidate, TSO and atomic
- * write are not there: EOPNOTSUPP at create. iWARP devices refuse the interface with
- * EOPNOTSUPP, as siw.
+ * those softrdma's engine has for the QP type, as rxe has them (RC / XRC_SEND: SEND, SEND
+ * with immediate or invalidate, RDMA WRITE with and without immediate, RDMA READ, both atomics,
+ * memory window bind, local invalidate; UC: SEND and WRITE kinds, bind; UD: SEND, SEND with
+ * immediate); TSO and atomic write are not there: EOPNOTSUPP at create. iWARP devices refuse
+ * the interface with EOPNOTSUPP, as siw.
  *
  * Ownership: the batch (work requests, SGE lists, copies of inline data) belongs to the QP,
  * sized at create for max_send_wr requests; a batch longer than that fails at
@@ -41,10 +41,10 @@ struct sr_wr_batch {
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |    \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                                 \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                 \
-	 IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
 #define OPS_UC                                                                                     \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |    \
-	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW)
 #define OPS_UD (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 
 static struct sr_qp *qp_of(struct ibv_qp_ex *qx)
@@ -157,6 +157,30 @@ static void wr_atomic_cmp_swp(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr
 static void wr_atomic_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr, uint64_t add)
 {
 	atomic(qx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+/* A memory window bind with the consumer's new key (rxe's wr_bind_mw): the window's current
+ * key and the region's are read at ibv_wr_complete, when the batch is posted. */
+static void wr_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr *wr = next_wr(qx, IBV_WR_BIND_MW);
+	if (!wr)
+		return;
+	if (!mw || !info) {
+		misuse(qx);
+		return;
+	}
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qx, uint32_t rkey)
+{
+	struct ibv_send_wr *wr = next_wr(qx, IBV_WR_LOCAL_INV);
+	if (wr)
+		wr->invalidate_rkey = rkey;
 }
 
 /* ---- setters ---- */
@@ -322,6 +346,10 @@ int sr_qp_ex_init(struct sr_qp *qp, uint64_t ops)
 		qx->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		qx->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		qx->wr_bind_mw = wr_bind_mw;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		qx->wr_local_inv = wr_local_inv;
 	return 0;
 }
 

@@ -103,6 +103,11 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct sr_mr *mr = (struct sr_mr *)ibmr;
 	struct sr_context *ctx = sr_ctx(ibmr->context);
 	core_lock(ctx->core);
+	if (mr->omr.nmw) {
+		/* Memory windows are bound to it (IBA 10.6.7.2.6; rxe refuses so too). */
+		core_unlock(ctx->core);
+		return EINVAL;
+	}
 	obj_mr_remove(&ctx->mrs, &mr->omr);
 	core_unlock(ctx->core);
 	free(mr);
@@ -139,6 +144,12 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	}
 	struct sr_context *ctx = sr_ctx(ibmr->context);
 	core_lock(ctx->core);
+	if (mr->omr.nmw) {
+		/* Windows are bound to it: it may not change under them (IBA 10.6.7.2.6). */
+		core_unlock(ctx->core);
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
 	if (new_pd)
 		mr->omr.pd = pd->handle;
 	if (new_access)
@@ -155,6 +166,79 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 		ibmr->addr = addr;
 		ibmr->length = length;
 	}
+	return 0;
+}
+
+/* ---- memory windows (RoCE devices; the rules are obj/mw.c's) ----
+ *
+ * As rxe: ibv_alloc_mw makes an unbound window of type 1 or 2; a type 1 window is bound by
+ * ibv_bind_mw, which posts a BIND_MW work request on the QP (as rdma-core's providers do) with
+ * the next key byte and, once posted, gives the window that key (a failed bind completes with
+ * IBV_WC_MW_BIND_ERR, and the consumer restores it, ibv_bind_mw(3)); a type 2 window is bound
+ * by a BIND_MW work request (ibv_post_send or ibv_wr_bind_mw) with the consumer's new key, and
+ * unbound by LOCAL_INV or a remote SEND with Invalidate. iWARP contexts have none of these
+ * (their ops stay NULL: ibv_alloc_mw fails with EOPNOTSUPP, as on siw). */
+
+static struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct sr_context *ctx = sr_ctx(pd->context);
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL; /* as the kernel's alloc_mw command */
+		return NULL;
+	}
+	struct sr_mw *mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->omw.type = (uint8_t)type;
+	mw->omw.pd = pd->handle;
+	core_lock(ctx->core);
+	int ret = obj_mw_add(&ctx->mws, &mw->omw);
+	core_unlock(ctx->core);
+	if (ret < 0) {
+		free(mw);
+		errno = -ret;
+		return NULL;
+	}
+	mw->ibmw.context = pd->context;
+	mw->ibmw.pd = pd;
+	mw->ibmw.rkey = mw->omw.key;
+	mw->ibmw.handle = mw->omw.key;
+	mw->ibmw.type = type;
+	return &mw->ibmw;
+}
+
+static int sr_dealloc_mw(struct ibv_mw *ibmw)
+{
+	struct sr_mw *mw = (struct sr_mw *)ibmw;
+	struct sr_context *ctx = sr_ctx(ibmw->context);
+	/* Bound or not: its key stops working now, its region is free of it. */
+	core_lock(ctx->core);
+	obj_mw_remove(&ctx->mws, &mw->omw);
+	core_unlock(ctx->core);
+	free(mw);
+	return 0;
+}
+
+/* ibv_bind_mw has checked the window's type (1), that a length comes with a region, and the
+ * PDs. */
+static int sr_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	if (qp->context != mw->context ||
+	    (mw_bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED))
+		return EINVAL; /* type 1 windows are never zero-based (o10-36.2.2) */
+	struct ibv_send_wr wr = {0}, *bad;
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	int ret = qp->context->ops.post_send(qp, &wr, &bad);
+	if (ret)
+		return ret;
+	mw->rkey = wr.bind_mw.rkey;
 	return 0;
 }
 
@@ -651,6 +735,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		core_dump_qp_counters(ctx->core, qp->eqp, stderr);
 	core_qp_detach(ctx->core, ibqp->qp_num);
 	eng_qp_destroy(qp->eqp);
+	obj_mw_qp_gone(&ctx->mws, ibqp->qp_num); /* its type 2 windows: no QP reaches them */
 	if (qp->xrcd)
 		sr_xrc_qp_release(qp);
 	ctx->qpn_used[ibqp->qp_num & 0xFFFF] = 0;
@@ -1072,23 +1157,44 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 
 /* eng_env callbacks */
 
-static void *env_mem_resolve(void *c, uint32_t pd, uint32_t key, bool remote, uint64_t va,
-			     uint64_t len, unsigned access, int *err)
+static void *env_mem_resolve(void *c, uint32_t pd, uint32_t qpn, uint32_t key, bool remote,
+			     uint64_t va, uint64_t len, unsigned access, int *err)
 {
 	struct sr_context *ctx = c;
+	/* An R_Key may name a window (never an L_Key: windows have none). */
+	if (remote && obj_key_is_mw(key))
+		return obj_mw_resolve(&ctx->mws, pd, qpn, key, va, len, access, err);
 	return obj_mr_resolve(&ctx->mrs, pd, key, remote, va, len, access, err);
 }
 
-static int env_mem_invalidate(void *c, uint32_t pd, uint32_t rkey)
+static int env_mem_invalidate(void *c, uint32_t pd, uint32_t qpn, uint32_t rkey, bool remote)
 {
 	struct sr_context *ctx = c;
+	if (obj_key_is_mw(rkey))
+		return obj_mw_invalidate(&ctx->mws, pd, remote ? qpn : 0, rkey);
+	/* A region: rxe invalidates only fast-registration regions, which softrdma does not
+	 * have; LOCAL_INV of a registered one fails so (IBV_WC_LOC_QP_OP_ERR). */
 	struct obj_mr *mr = obj_mr_lookup(&ctx->mrs, rkey);
-	if (!mr || mr->pd != pd)
+	if (!remote || !mr || mr->pd != pd || mr->nmw)
 		return -EINVAL;
-	/* An invalidated key stops granting remote access. */
+	/* A SEND with Invalidate of a region's key: the key stops granting remote access. */
 	mr->access &= ~(unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				  IBV_ACCESS_REMOTE_ATOMIC);
 	return 0;
+}
+
+static int env_mw_bind(void *c, uint32_t pd, uint32_t qpn, const struct eng_mw_bind *b)
+{
+	struct sr_context *ctx = c;
+	struct obj_mw_bind ob = {.mw_rkey = b->mw_rkey,
+				 .new_rkey = b->new_rkey,
+				 .addr = b->addr,
+				 .length = b->length,
+				 .access = b->access};
+	struct obj_mr *mr = b->length ? obj_mr_lookup(&ctx->mrs, b->mr_lkey) : NULL;
+	if (b->length && !mr)
+		return -EINVAL;
+	return obj_mw_bind(&ctx->mws, mr, pd, qpn, &ob);
 }
 
 static void env_wake(void *c, struct eng_qp *qp)
@@ -1113,9 +1219,15 @@ void sr_fill_ops(struct sr_context *ctx)
 	ops->post_send = sr_post_send;
 	ops->post_recv = sr_post_recv;
 	ops->post_srq_recv = sr_post_srq_recv;
+	if (!ctx->dev->iwarp) {
+		ops->alloc_mw = sr_alloc_mw;
+		ops->bind_mw = sr_bind_mw;
+		ops->dealloc_mw = sr_dealloc_mw;
+	}
 	ctx->env.ctx = ctx;
 	ctx->env.mem_resolve = env_mem_resolve;
 	ctx->env.mem_invalidate = env_mem_invalidate;
+	ctx->env.mw_bind = env_mw_bind;
 	ctx->env.wake = env_wake;
 	ctx->env.event = env_event;
 	ctx->env.xsrq_lookup = sr_xsrq_lookup;

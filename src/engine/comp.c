@@ -106,6 +106,8 @@ static bool ack_upto(struct eng_qp *qp, uint32_t upto, uint64_t now)
 	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
 		struct eng_swqe *w = eng_swqe_at(qp, i);
 
+		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
+			continue; /* run, not yet retired: no PSN of its own */
 		if (w->state != ENG_SWQE_ACTIVE)
 			break;
 		if (!eng_ops[w->op].rd_atomic) {
@@ -240,6 +242,8 @@ static struct eng_swqe *wqe_for_psn(struct eng_qp *qp, uint32_t psn, bool *lost)
 	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
 		struct eng_swqe *w = eng_swqe_at(qp, i);
 
+		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
+			continue;
 		if (w->state != ENG_SWQE_ACTIVE)
 			return NULL;
 		if (psn_cmp(psn, w->last_psn) <= 0)

@@ -107,17 +107,34 @@ uint32_t eng_rq_count(const struct eng_rq *rq);
 /* IBV_ACCESS_* bits asked of a key; ENG_ACCESS_LOCAL_READ means a plain local read. */
 #define ENG_ACCESS_LOCAL_READ 0
 
+/* A BIND_MW work request as the engine hands it to eng_env.mw_bind (IBA 10.6.7.2.1;
+ * ibv_post_send(3) wr.bind_mw), copied at post time. */
+struct eng_mw_bind {
+	uint32_t mw_rkey;  /* the window's R_Key when the request was posted (ibv_mw.rkey) */
+	uint32_t new_rkey; /* wr.bind_mw.rkey: its low byte is the window's next key byte */
+	uint32_t mr_lkey;  /* the region's L_Key (0 if the request named none) */
+	uint64_t addr;	   /* window start, in the region's address space */
+	uint64_t length;   /* 0: unbind (type 1) */
+	unsigned access;   /* IBV_ACCESS_REMOTE_*, IBV_ACCESS_ZERO_BASED */
+};
+
 struct eng_env {
 	void *ctx;
 	/* Validates [va, va+len) under `key` (an lkey if !remote, an rkey if remote) for
-	 * `access` in protection domain `pd`, including address+length overflow, and returns the
-	 * host address of va. On failure returns NULL and sets *err: -ENOENT (no such key or
-	 * wrong PD), -EACCES (access not granted), -ERANGE (out of bounds). len 0 is always
-	 * valid and may return NULL with *err = 0. */
-	void *(*mem_resolve)(void *ctx, uint32_t pd, uint32_t key, bool remote, uint64_t va,
-			     uint64_t len, unsigned access, int *err);
-	/* SEND with Invalidate: invalidate `rkey` in `pd`. Returns 0 or -EINVAL. May be NULL. */
-	int (*mem_invalidate)(void *ctx, uint32_t pd, uint32_t rkey);
+	 * `access` in protection domain `pd`, for QP number `qpn` (a type 2 memory window is
+	 * reached only through the QP it is bound to), including address+length overflow, and
+	 * returns the host address of va. On failure returns NULL and sets *err: -ENOENT (no
+	 * such key, wrong PD or QP, window not bound), -EACCES (access not granted), -ERANGE
+	 * (out of bounds). len 0 is always valid and may return NULL with *err = 0. */
+	void *(*mem_resolve)(void *ctx, uint32_t pd, uint32_t qpn, uint32_t key, bool remote,
+			     uint64_t va, uint64_t len, unsigned access, int *err);
+	/* Invalidates `rkey` in `pd`: remotely (SEND with Invalidate arriving at QP `qpn`) or
+	 * locally (LOCAL_INV posted on QP `qpn`). Returns 0 or -EINVAL. May be NULL (nothing can
+	 * be invalidated). */
+	int (*mem_invalidate)(void *ctx, uint32_t pd, uint32_t qpn, uint32_t rkey, bool remote);
+	/* BIND_MW posted on QP `qpn` of PD `pd` (binds or unbinds a memory window). Returns 0
+	 * or -EINVAL (the request completes with IBV_WC_MW_BIND_ERR). May be NULL (no windows). */
+	int (*mw_bind)(void *ctx, uint32_t pd, uint32_t qpn, const struct eng_mw_bind *b);
 	/* The QP has packets to send, or its deadline moved earlier: the caller should call
 	 * eng_qp_output / eng_qp_deadline for it. May be called from any engine entry point;
 	 * it must not call back into the engine (queue the QP and return). */
@@ -192,7 +209,14 @@ const char *eng_qp_state_name(enum ibv_qp_state state);
 
 /* Posts a chain of send WRs (verbs semantics: ibv_post_send(3)). Returns 0, or -EINVAL (bad
  * opcode for the QP type, too many SGEs, inline too long, QP not in RTS/SQD/ERR, UD WR without
- * an address handle) / -ENOMEM (send queue full) with *bad set to the first WR not posted.
+ * an address handle, BIND_MW without a window or with SGEs) / -ENOMEM (send queue full) with
+ * *bad set to the first WR not posted.
+ * Local operations, BIND_MW (RC, UC, XRC_SEND) and LOCAL_INV (RC, XRC_SEND), send no packet:
+ * they run (env->mw_bind, env->mem_invalidate) when the requester reaches them in send queue
+ * order, after the WQEs before them are sent (with IBV_SEND_FENCE: completed), and complete in
+ * order (IBV_WC_BIND_MW, IBV_WC_LOCAL_INV; refused: IBV_WC_MW_BIND_ERR, IBV_WC_LOC_QP_OP_ERR,
+ * and the QP goes to ERR), as rxe's requester runs them (rxe_do_local_ops). BIND_MW reads the
+ * window's rkey and the region's lkey through wr.bind_mw now.
  * Inline data is copied now. UC takes SEND and RDMA WRITE (+ immediate); UD takes SEND (+
  * immediate) with wr.ud: the engine keeps remote_qpn, remote_qkey (bit 31 set: the QP's Q_Key,
  * the controlled Q_Keys of IBA ch. 10) and wr.ud.ah->handle, an opaque destination the caller
@@ -268,7 +292,9 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
 	X(drop_access, "UC RDMA WRITEs dropped: not enabled, or R_Key / bounds refused")           \
 	X(drop_uc_msg, "UC packets dropped: the rest of a message already dropped")                \
 	X(uc_abandoned, "UC messages cut short by loss (PSN gap, missing LAST): no completion")    \
-	X(tx_ud_too_long, "UD sends over the port MTU: completed, nothing sent (C10-93.1.1)")
+	X(tx_ud_too_long, "UD sends over the port MTU: completed, nothing sent (C10-93.1.1)")      \
+	X(local_ops, "BIND_MW / LOCAL_INV work requests run")                                      \
+	X(local_op_errors, "BIND_MW / LOCAL_INV refused: completed in error, QP to ERR")
 
 enum eng_counter {
 #define ENG_COUNTER_ENUM(name, desc) ENG_CNT_##name,

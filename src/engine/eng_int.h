@@ -46,8 +46,15 @@ enum eng_op {
 	ENG_OP_READ,
 	ENG_OP_CMP_SWAP,
 	ENG_OP_FETCH_ADD,
+	ENG_OP_BIND_MW,	  /* local: no packet (eng.h, eng_qp_post_send) */
+	ENG_OP_LOCAL_INV, /* local */
 	ENG_OP__COUNT
 };
+
+/* QP types a local operation is valid on (eng_op_info.local). */
+#define ENG_LOCAL_RC  0x1
+#define ENG_LOCAL_UC  0x2
+#define ENG_LOCAL_XRC 0x4 /* XRC_SEND: an RC requester */
 
 /* Index into eng_op_info.opcode[] by packet position. */
 enum eng_pos_idx { ENG_PI_FIRST, ENG_PI_MIDDLE, ENG_PI_LAST, ENG_PI_ONLY, ENG_PI__COUNT };
@@ -65,14 +72,19 @@ struct eng_op_info {
 	bool rwr;	/* consumes a receive WQE at the responder */
 	uint8_t uc_opcode[ENG_PI__COUNT];
 	uint8_t ud_opcode;
+	uint8_t local; /* a local operation (no packet): ENG_LOCAL_* of the QP types it is for */
 };
 /* The BTH opcode of `info` at position `pi` for a QP of `type` (0xFF: none). */
 uint8_t eng_op_opcode(const struct eng_op_info *info, enum ibv_qp_type type, enum eng_pos_idx pi);
+/* True if a QP of `type` has the operation (a packet for it, or a local operation for it). */
+bool eng_op_valid(const struct eng_op_info *info, enum ibv_qp_type type);
 extern const struct eng_op_info eng_ops[ENG_OP__COUNT];
 
 /* Send WQE life: POSTED (not started) -> ACTIVE (first packet built; PSNs assigned) -> DONE
  * (acknowledged / response received, waiting to be retired in order) or ERROR (local
- * failure, `status` says which). Retiring removes it from the ring. */
+ * failure, `status` says which). Retiring removes it from the ring. A local operation goes
+ * from POSTED to DONE or ERROR when the requester runs it; it has no PSNs, and a go-back-N
+ * pass steps over it once DONE. */
 enum eng_swqe_state { ENG_SWQE_POSTED, ENG_SWQE_ACTIVE, ENG_SWQE_DONE, ENG_SWQE_ERROR };
 
 struct eng_swqe {
@@ -99,6 +111,8 @@ struct eng_swqe {
 	uint32_t ud_qpn;    /* UD: destination QP */
 	uint32_t ud_qkey;   /* UD: DETH Q_Key (a controlled key already replaced) */
 	uint32_t xrc_srqn;  /* XRC_SEND: the XRC SRQ the message is for (XRCETH) */
+	/* BIND_MW: the bind it asks for. inv_rkey: SEND_INV's and LOCAL_INV's key. */
+	struct eng_mw_bind bind;
 	enum ibv_wc_status status;
 	uint8_t inline_data[ENG_MAX_INLINE];
 };

@@ -81,8 +81,8 @@ static int hdr_write(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 			return -IW_E_T_STAG;
 		if (to_wraps(h->to, len))
 			return -IW_E_T_TO_WRAP;
-		r->tdst = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, h->stag, true, h->to, len,
-					      IBV_ACCESS_REMOTE_WRITE, &err);
+		r->tdst = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, h->stag, true,
+					      h->to, len, IBV_ACCESS_REMOTE_WRITE, &err);
 		if (!r->tdst)
 			return tagged_err(err);
 	}
@@ -122,8 +122,8 @@ static int hdr_rresp(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 		return -IW_E_T_BOUNDS;
 	r->tdst = NULL;
 	if (len) {
-		r->tdst = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, sink_stag, false, h->to,
-					      len, IBV_ACCESS_LOCAL_WRITE, &err);
+		r->tdst = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, sink_stag,
+					      false, h->to, len, IBV_ACCESS_LOCAL_WRITE, &err);
 		if (!r->tdst) {
 			w->state = ENG_SWQE_ERROR;
 			w->status = IBV_WC_LOC_PROT_ERR;
@@ -192,8 +192,8 @@ static int hdr_rreq(struct iw_qp *qp, const struct iw_hdr *h, const uint8_t *raw
 	if (q->size) {
 		if (to_wraps(q->src_to, q->size))
 			return -IW_E_RP_TO_WRAP;
-		if (!qp->env.mem_resolve(qp->env.ctx, qp->init.pd, q->src_stag, true, q->src_to,
-					 q->size, IBV_ACCESS_REMOTE_READ, &err))
+		if (!qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, q->src_stag, true,
+					 q->src_to, q->size, IBV_ACCESS_REMOTE_READ, &err))
 			return rreq_err(err);
 	}
 	r->rreq.rreq = *q;
@@ -405,7 +405,8 @@ static int on_end(struct iw_qp *qp, const struct iw_rx_ev *ev)
 		if (oi->inval) {
 			/* RFC 5040 5.3 Send with Invalidate: before the receive completes. */
 			int e = qp->env.mem_invalidate
-				    ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd, inv)
+				    ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd, qp->init.qpn,
+							     inv, true)
 				    : -EINVAL;
 			if (e) {
 				iw_recv_complete(qp, IBV_WC_REM_INV_REQ_ERR, r->u_mo, false, 0,

@@ -223,9 +223,9 @@ static int frame(struct iw_qp *qp)
 	} else if (n && t->src == IW_TX_RRESP) {
 		struct iw_irqe *e = &qp->irq[qp->irq_head % IW_MAX_IRD];
 		int err = 0;
-		void *p =
-		    qp->env.mem_resolve(qp->env.ctx, qp->init.pd, e->rreq.src_stag, true,
-					e->rreq.src_to + off, n, IBV_ACCESS_REMOTE_READ, &err);
+		void *p = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn,
+					      e->rreq.src_stag, true, e->rreq.src_to + off, n,
+					      IBV_ACCESS_REMOTE_READ, &err);
 		if (!p) {
 			/* Checked when the request came in; the MR changed since (siw checks
 			 * here only). */

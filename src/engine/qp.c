@@ -60,6 +60,20 @@ const struct eng_op_info eng_ops[ENG_OP__COUNT] = {
 			    POS(NOP, NOP, NOP, ROCE_RC_CMP_SWAP), false, true, false, NONE, NOP),
     [ENG_OP_FETCH_ADD] = ROW("FETCH_ADD", IBV_WC_FETCH_ADD, ROCE_KIND_ATOMIC,
 			     POS(NOP, NOP, NOP, ROCE_RC_FETCH_ADD), false, true, false, NONE, NOP),
+    /* Local operations: no packet; the QP types as rxe's work request table has them (BIND_MW
+     * RC and UC, LOCAL_INV RC), and the RC requester of XRC. */
+    [ENG_OP_BIND_MW] = {.name = "BIND_MW",
+			.wc_opcode = IBV_WC_BIND_MW,
+			.opcode = NONE,
+			.uc_opcode = NONE,
+			.ud_opcode = NOP,
+			.local = ENG_LOCAL_RC | ENG_LOCAL_UC | ENG_LOCAL_XRC},
+    [ENG_OP_LOCAL_INV] = {.name = "LOCAL_INV",
+			  .wc_opcode = IBV_WC_LOCAL_INV,
+			  .opcode = NONE,
+			  .uc_opcode = NONE,
+			  .ud_opcode = NOP,
+			  .local = ENG_LOCAL_RC | ENG_LOCAL_XRC},
 };
 #undef ROW
 #undef POS
@@ -79,6 +93,23 @@ uint8_t eng_op_opcode(const struct eng_op_info *info, enum ibv_qp_type type, enu
 		return NOP; /* no send queue */
 	default:
 		return info->opcode[pi];
+	}
+}
+
+bool eng_op_valid(const struct eng_op_info *info, enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return info->local ? info->local & ENG_LOCAL_RC : info->opcode[ENG_PI_ONLY] != NOP;
+	case IBV_QPT_UC:
+		return info->local ? info->local & ENG_LOCAL_UC
+				   : info->uc_opcode[ENG_PI_ONLY] != NOP;
+	case IBV_QPT_XRC_SEND:
+		return info->local ? info->local & ENG_LOCAL_XRC : info->opcode[ENG_PI_ONLY] != NOP;
+	case IBV_QPT_UD:
+		return !info->local && info->ud_opcode != NOP;
+	default:
+		return false;
 	}
 }
 
@@ -475,7 +506,7 @@ int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 		uint64_t len = 0;
 		int op = eng_swqe_check(wr, qp->init.max_send_sge, qp->init.max_inline, &len);
 
-		if (op < 0 || eng_op_opcode(&eng_ops[op], qp->init.type, ENG_PI_ONLY) == NOP ||
+		if (op < 0 || !eng_op_valid(&eng_ops[op], qp->init.type) ||
 		    (qp->init.type == IBV_QPT_UD && !wr->wr.ud.ah)) {
 			/* The opcode table says what each transport has (spec 3: UC SEND and
 			 * WRITE, UD SEND only); UD needs an address handle. */

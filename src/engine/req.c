@@ -27,6 +27,13 @@ static bool may_send(struct eng_qp *qp, const struct eng_swqe *w)
 {
 	const struct eng_op_info *info = &eng_ops[w->op];
 
+	if (info->local) {
+		/* No PSN to wait for. Fenced: every earlier WQE completed first (rxe's fence,
+		 * which a local operation gets as IBA 10.8.3.3 asks of Local Invalidate). */
+		if (qp->state == IBV_QPS_SQD && w->state == ENG_SWQE_POSTED)
+			return false;
+		return !(w->fence && w->state == ENG_SWQE_POSTED && qp->sq_head != qp->req.idx);
+	}
 	/* UC and UD have no acknowledgements to wait for. */
 	if (eng_qp_reliable(qp) &&
 	    psn_cmp(qp->req.psn, psn_add(qp->comp.psn, ENG_MAX_UNACKED_PSNS)) >= 0)
@@ -223,6 +230,34 @@ static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pk
 	return 1;
 }
 
+/* Runs a local operation (rxe_do_local_ops): BIND_MW through env->mw_bind, LOCAL_INV through
+ * env->mem_invalidate; it is DONE, or fails in order with its status (the QP then goes to ERR
+ * when it is retired, as after any local failure). No PSN, no packet. */
+static void run_local(struct eng_qp *qp, struct eng_swqe *w)
+{
+	int err;
+
+	ENG_INC(qp, local_ops);
+	if (w->op == ENG_OP_BIND_MW)
+		err = qp->env.mw_bind
+			  ? qp->env.mw_bind(qp->env.ctx, qp->init.pd, qp->init.qpn, &w->bind)
+			  : -EINVAL;
+	else
+		err = qp->env.mem_invalidate
+			  ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd, qp->init.qpn,
+						   w->inv_rkey, false)
+			  : -EINVAL;
+	if (err) {
+		ENG_INC(qp, local_op_errors);
+		fail_wqe(qp, w,
+			 w->op == ENG_OP_BIND_MW ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	w->state = ENG_SWQE_DONE;
+	qp->req.idx++;
+	eng_comp_retire(qp);
+}
+
 /* IBA C10-93.1.1 (rxe does the same): a UD message longer than the port MTU is not sent and
  * not an error; it completes successfully, consuming one PSN. */
 static void skip_ud_too_long(struct eng_qp *qp, struct eng_swqe *w)
@@ -243,6 +278,13 @@ int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_
 		if (!eng_req_ready(qp))
 			return 0;
 		w = eng_swqe_at(qp, qp->req.idx);
+		if (eng_ops[w->op].local) {
+			if (w->state == ENG_SWQE_POSTED)
+				run_local(qp, w);
+			else
+				qp->req.idx++; /* run already: a go-back-N pass steps over it */
+			continue;
+		}
 		if (qp->init.type != IBV_QPT_UD || w->length <= qp->attr.pmtu)
 			break;
 		skip_ud_too_long(qp, w);

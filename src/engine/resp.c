@@ -246,8 +246,8 @@ static void duplicate(struct eng_qp *qp, const struct roce_opinfo *oi, const str
 		r = find_res(qp, ENG_RES_READ, psn);
 		if (!r || pkt->reth.rkey != r->rkey || va < r->va || va > UINT64_MAX - len ||
 		    va + len > r->va + r->length ||
-		    (len && !qp->env.mem_resolve(qp->env.ctx, r->pd, r->rkey, true, va, len,
-						 IBV_ACCESS_REMOTE_READ, &err))) {
+		    (len && !qp->env.mem_resolve(qp->env.ctx, r->pd, qp->init.qpn, r->rkey, true,
+						 va, len, IBV_ACCESS_REMOTE_READ, &err))) {
 			ENG_INC(qp, drop_dup_unmatched);
 			return;
 		}
@@ -469,7 +469,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			/* The whole message's range is checked before its first byte lands. A
 			 * zero-length WRITE need not carry a valid key (spec 3). */
 			if (pkt->reth.dma_len &&
-			    !qp->env.mem_resolve(qp->env.ctx, rs.pd, rkey, true, va,
+			    !qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, rkey, true, va,
 						 pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
 						 &err)) {
 				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
@@ -485,8 +485,8 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			}
 		}
 		if (len) {
-			host = qp->env.mem_resolve(qp->env.ctx, rs.pd, rkey, true, va, len,
-						   IBV_ACCESS_REMOTE_WRITE, &err);
+			host = qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, rkey, true, va,
+						   len, IBV_ACCESS_REMOTE_WRITE, &err);
 			if (!host) {
 				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 				return;
@@ -500,8 +500,9 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			return;
 		}
 		if (pkt->reth.dma_len &&
-		    !qp->env.mem_resolve(qp->env.ctx, rs.pd, pkt->reth.rkey, true, pkt->reth.va,
-					 pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ, &err)) {
+		    !qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, pkt->reth.rkey, true,
+					 pkt->reth.va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ,
+					 &err)) {
 			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 			return;
 		}
@@ -512,7 +513,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_SUCCESS);
 			return;
 		}
-		host = qp->env.mem_resolve(qp->env.ctx, rs.pd, pkt->atomic.rkey, true,
+		host = qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, pkt->atomic.rkey, true,
 					   pkt->atomic.va, 8, IBV_ACCESS_REMOTE_ATOMIC, &err);
 		if (!host) {
 			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
@@ -557,7 +558,8 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			/* SEND with Invalidate (IBA 10.6.6.2): an R_Key that cannot be invalidated
 			 * fails the receive, without a NAK (spec 5.4 class J). */
 			int r = qp->env.mem_invalidate
-				    ? qp->env.mem_invalidate(qp->env.ctx, rs.pd, pkt->ieth)
+				    ? qp->env.mem_invalidate(qp->env.ctx, rs.pd, qp->init.qpn,
+							     pkt->ieth, true)
 				    : -EINVAL;
 			if (r) {
 				wc.status = IBV_WC_REM_INV_REQ_ERR;
@@ -704,8 +706,8 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 	if (n) {
 		int err = 0;
 		const void *src =
-		    qp->env.mem_resolve(qp->env.ctx, j->pd, j->rkey, true, j->va + j->offset, n,
-					IBV_ACCESS_REMOTE_READ, &err);
+		    qp->env.mem_resolve(qp->env.ctx, j->pd, qp->init.qpn, j->rkey, true,
+					j->va + j->offset, n, IBV_ACCESS_REMOTE_READ, &err);
 
 		if (!src) {
 			/* The region went away while the response was being sent: nothing
@@ -942,8 +944,8 @@ void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 				return;
 			}
 			if (pkt->reth.dma_len &&
-			    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va,
-						 pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
+			    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, rkey, true,
+						 va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
 						 &err)) {
 				ENG_INC(qp, drop_access);
 				uc_drop_msg(qp);
@@ -959,8 +961,8 @@ void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 			}
 		}
 		if (len) {
-			host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, rkey, true, va, len,
-						   IBV_ACCESS_REMOTE_WRITE, &err);
+			host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, rkey,
+						   true, va, len, IBV_ACCESS_REMOTE_WRITE, &err);
 			if (!host) {
 				/* The region went away in the middle of the message. */
 				ENG_INC(qp, drop_access);

@@ -24,6 +24,10 @@ int eng_wr_op(enum ibv_wr_opcode op)
 		return ENG_OP_CMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return ENG_OP_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return ENG_OP_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return ENG_OP_LOCAL_INV;
 	default:
 		return -EINVAL;
 	}
@@ -37,6 +41,17 @@ int eng_swqe_check(const struct ibv_send_wr *wr, uint32_t max_sge, uint32_t max_
 
 	if (op < 0 || wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
 		return -EINVAL;
+	if (op == ENG_OP_BIND_MW) {
+		/* A window and no data (rxe validate_send_wr: no SGE, no immediate). */
+		if (!wr->bind_mw.mw || wr->num_sge || wr->imm_data)
+			return -EINVAL;
+		*len = 0;
+		return op;
+	}
+	if (op == ENG_OP_LOCAL_INV) {
+		*len = 0; /* moves no data: SGEs are ignored */
+		return op;
+	}
 	for (int i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
 	if (total > ENG_MAX_MSG_SIZE)
@@ -64,8 +79,8 @@ void eng_swqe_fill(struct eng_swqe *w, const struct ibv_send_wr *wr, int op, uin
 	w->length = len;
 	w->read_done = 0;
 	w->status = IBV_WC_SUCCESS;
-	w->num_sge = (uint32_t)wr->num_sge;
-	for (int i = 0; i < wr->num_sge; i++) {
+	w->num_sge = eng_ops[op].local ? 0 : (uint32_t)wr->num_sge;
+	for (uint32_t i = 0; i < w->num_sge; i++) {
 		w->sge[i].addr = wr->sg_list[i].addr;
 		w->sge[i].length = wr->sg_list[i].length;
 		w->sge[i].lkey = wr->sg_list[i].lkey;
@@ -98,10 +113,22 @@ void eng_swqe_fill(struct eng_swqe *w, const struct ibv_send_wr *wr, int op, uin
 		w->rkey = wr->wr.rdma.rkey;
 		break;
 	}
-	if (op == ENG_OP_SEND_INV)
+	if (op == ENG_OP_SEND_INV || op == ENG_OP_LOCAL_INV)
 		w->inv_rkey = wr->invalidate_rkey;
 	else
 		memcpy(w->imm, &wr->imm_data, 4);
+	if (op == ENG_OP_BIND_MW) {
+		/* The keys as they are now (rxe's provider copies them at post the same way): a
+		 * later ibv_bind_mw or rebind does not change what this request binds. */
+		const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+
+		w->bind.mw_rkey = wr->bind_mw.mw->rkey;
+		w->bind.new_rkey = wr->bind_mw.rkey;
+		w->bind.mr_lkey = bi->mr ? bi->mr->lkey : 0;
+		w->bind.addr = bi->addr;
+		w->bind.length = bi->length;
+		w->bind.access = (unsigned)bi->mw_access_flags;
+	}
 }
 
 int eng_sge_resolve_env(const struct eng_env *env, uint32_t pd, const struct eng_sge *sge,
@@ -129,8 +156,9 @@ int eng_sge_resolve_env(const struct eng_env *env, uint32_t pd, const struct eng
 			i++;
 			continue;
 		}
-		p = env->mem_resolve(env->ctx, pd, sge[i].lkey, false, sge[i].addr + offset, piece,
-				     access, &err);
+		/* Local keys: a window has no L_Key, so no QP binding to check (qpn 0). */
+		p = env->mem_resolve(env->ctx, pd, 0, sge[i].lkey, false, sge[i].addr + offset,
+				     piece, access, &err);
 		if (!p)
 			return err ? err : -EFAULT;
 		iov[n].ptr = p;

@@ -5,8 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* IBV_ACCESS_MW_BIND: accepted, as rxe (a window bound to the region is what it permits;
- * softrdma has no windows yet, ibv_alloc_mw says so). */
+/* IBV_ACCESS_MW_BIND: windows may be bound to the region (mw.c). */
 #define MR_KNOWN_ACCESS                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |             \
@@ -14,7 +13,8 @@
 
 int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap)
 {
-	if (cap < 2 || cap > (1u << 24))
+	/* Region keys stay below the windows' (OBJ_MW_INDEX_BASE): a key names one table. */
+	if (cap < 2 || cap > OBJ_MW_INDEX_BASE)
 		return -EINVAL;
 	t->slots = calloc(cap, sizeof(*t->slots));
 	t->gen = calloc(cap, 1);

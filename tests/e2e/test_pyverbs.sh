@@ -28,7 +28,7 @@ done
 version=$(dpkg-query -W -f='${Version}' python3-pyverbs 2>/dev/null || echo unknown)
 [ -n "${RDMA_CORE_TESTS:-}" ] && version="$version, suite from $RDMA_CORE_TESTS"
 
-FLOOR_roce_lo=87
+FLOOR_roce_lo=95
 FLOOR_iwarp_lo=31
 # With the device view of `softrdma run` (sysfs: the suite's rdma_cm tests look for
 # /sys/class/infiniband/<dev>/device/net), its 7 rdma_cm tests per device run. 6 must pass;
@@ -53,19 +53,21 @@ iwarp_lo test_mr.MRTest.test_mr_rereg_access skipped
 iwarp_lo test_mr.MRTest.test_mr_rereg_access_bad_flow skipped
 iwarp_lo test_mr.MRTest.test_mr_rereg_addr skipped
 iwarp_lo test_mr.MRTest.test_mr_rereg_pd skipped
-roce_lo  test_mr.MWTest.test_mw_type1 skipped
-roce_lo  test_mr.MWTest.test_mw_type2 skipped
-roce_lo  test_mr.MWTest.test_invalidate_mw_type1 skipped
-roce_lo  test_mr.MWTest.test_mw_type2_invalidate_local skipped
-roce_lo  test_mr.MWTest.test_mw_type2_invalidate_remote skipped
-roce_lo  test_mr.MWTest.test_mw_type2_invalidate_dealloc skipped
+roce_lo  test_mr.MWTest.test_mw_type1 ok
+roce_lo  test_mr.MWTest.test_mw_type2 ok
+roce_lo  test_mr.MWTest.test_invalidate_mw_type1 ok
+roce_lo  test_mr.MWTest.test_mw_type2_invalidate_local ok
+roce_lo  test_mr.MWTest.test_mw_type2_invalidate_remote ok
+roce_lo  test_mr.MWTest.test_mw_type2_invalidate_dealloc ok
+roce_lo  test_mr.MWTest.test_reg_mw_wrong_type ok
+iwarp_lo test_mr.MWTest.test_reg_mw_wrong_type skipped
 iwarp_lo test_mr.MWTest.test_mw_type1 skipped
 iwarp_lo test_mr.MWTest.test_mw_type2 skipped
 iwarp_lo test_mr.MWTest.test_invalidate_mw_type1 skipped
 iwarp_lo test_mr.MWTest.test_mw_type2_invalidate_local skipped
 iwarp_lo test_mr.MWTest.test_mw_type2_invalidate_remote skipped
 iwarp_lo test_mr.MWTest.test_mw_type2_invalidate_dealloc skipped
-roce_lo  test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw skipped
+roce_lo  test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw ok
 iwarp_lo test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw skipped
 roce_lo  test_qp.QPTest.test_query_rc_qp ok
 iwarp_lo test_qp.QPTest.test_query_rc_qp ok

@@ -662,7 +662,7 @@ static void qp_ex_calls(struct ibv_device *dev)
 	CHECK(qx->wr_rdma_read == NULL); /* not asked for */
 	/* What softrdma does not have, or the type does not: EOPNOTSUPP. */
 	struct ibv_qp_init_attr_ex bad = xa;
-	bad.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	bad.send_ops_flags = IBV_QP_EX_WITH_TSO;
 	CHECK(ibv_create_qp_ex(a.ctx, &bad) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
 	bad.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;

@@ -413,14 +413,14 @@ static void test_args(struct ini *s, struct tgt *t)
 	CHECK_EQ(ibv_close_xrcd(t->xrcd), EBUSY);
 	CHECK_EQ(ibv_destroy_qp(rq), 0);
 	CHECK_EQ(ibv_destroy_qp(sq), 0);
-	/* Options softrdma does not offer (memory windows): EOPNOTSUPP. */
+	/* Options softrdma does not offer (TSO): EOPNOTSUPP. */
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_type = IBV_QPT_RC;
 	qa.send_cq = qa.recv_cq = s->cq;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	qa.pd = s->pd;
-	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
 	errno = 0;
 	CHECK(ibv_create_qp_ex(s->ctx, &qa) == NULL && errno == EOPNOTSUPP);
 }

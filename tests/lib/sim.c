@@ -33,8 +33,8 @@ void sim_fill(void *p, size_t len, uint32_t seed)
 
 /* ---- fake memory environment ---- */
 
-static void *mem_resolve(void *ctx, uint32_t pd, uint32_t key, bool remote, uint64_t va,
-			 uint64_t len, unsigned access, int *err)
+static void *mem_resolve(void *ctx, uint32_t pd, uint32_t qpn, uint32_t key, bool remote,
+			 uint64_t va, uint64_t len, unsigned access, int *err)
 {
 	struct sim_node *n = ctx;
 
@@ -42,6 +42,8 @@ static void *mem_resolve(void *ctx, uint32_t pd, uint32_t key, bool remote, uint
 	*err = 0;
 	if (len == 0)
 		return NULL;
+	if (remote && obj_key_is_mw(key))
+		return obj_mw_resolve(&n->mws, pd, qpn, key, va, len, access, err);
 	for (int i = 0; i < n->nmr; i++) {
 		struct sim_mr *mr = &n->mr[i];
 
@@ -68,10 +70,14 @@ static void *mem_resolve(void *ctx, uint32_t pd, uint32_t key, bool remote, uint
 	return NULL;
 }
 
-static int mem_invalidate(void *ctx, uint32_t pd, uint32_t rkey)
+static int mem_invalidate(void *ctx, uint32_t pd, uint32_t qpn, uint32_t rkey, bool remote)
 {
 	struct sim_node *n = ctx;
 
+	if (obj_key_is_mw(rkey))
+		return obj_mw_invalidate(&n->mws, pd, remote ? qpn : 0, rkey);
+	if (!remote)
+		return -EINVAL; /* as softrdma: registered regions are not invalidated locally */
 	for (int i = 0; i < n->nmr; i++) {
 		if (n->mr[i].valid && n->mr[i].key == rkey && n->mr[i].pd == pd) {
 			n->mr[i].valid = false;
@@ -79,6 +85,73 @@ static int mem_invalidate(void *ctx, uint32_t pd, uint32_t rkey)
 		}
 	}
 	return -EINVAL;
+}
+
+static int mw_bind(void *ctx, uint32_t pd, uint32_t qpn, const struct eng_mw_bind *b)
+{
+	struct sim_node *n = ctx;
+	struct obj_mw_bind ob = {.mw_rkey = b->mw_rkey,
+				 .new_rkey = b->new_rkey,
+				 .addr = b->addr,
+				 .length = b->length,
+				 .access = b->access};
+	struct obj_mr *omr = NULL;
+
+	for (int i = 0; i < n->nmr && b->length; i++) {
+		struct sim_mr *mr = &n->mr[i];
+
+		if (!mr->valid || mr->key != b->mr_lkey)
+			continue;
+		mr->omr.iova = mr->iova;
+		mr->omr.addr = mr->host;
+		mr->omr.length = mr->len;
+		mr->omr.access = mr->access;
+		mr->omr.pd = mr->pd;
+		mr->omr.key = mr->key;
+		omr = &mr->omr;
+	}
+	if (b->length && !omr)
+		return -EINVAL;
+	return obj_mw_bind(&n->mws, omr, pd, qpn, &ob);
+}
+
+struct obj_mw *sim_mw_alloc(struct sim_node *n, uint32_t pd, enum ibv_mw_type type)
+{
+	struct obj_mw *mw;
+
+	if (n->nmw >= SIM_MAX_MW) {
+		fprintf(stderr, "sim: too many MWs\n");
+		abort();
+	}
+	mw = &n->mw[n->nmw++];
+	mw->type = (uint8_t)type;
+	mw->pd = pd;
+	if (obj_mw_add(&n->mws, mw) != 0)
+		abort();
+	return mw;
+}
+
+int sim_post_bind(struct sim_node *n, struct eng_qp *qp, uint64_t wr_id, const struct obj_mw *mw,
+		  const struct sim_mr *mr, uint64_t off, uint64_t len, unsigned access,
+		  unsigned flags, uint32_t *new_rkey)
+{
+	struct ibv_mw ibmw = {.rkey = mw->key, .type = mw->type};
+	struct ibv_mr ibmr = {.lkey = mr ? mr->key : 0};
+	struct ibv_send_wr wr = {0};
+	const struct ibv_send_wr *bad;
+
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = (int)flags;
+	wr.bind_mw.mw = &ibmw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->key);
+	wr.bind_mw.bind_info.mr = mr ? &ibmr : NULL;
+	wr.bind_mw.bind_info.addr = mr ? sim_va(mr, off) : 0;
+	wr.bind_mw.bind_info.length = len;
+	wr.bind_mw.bind_info.mw_access_flags = (int)access;
+	if (new_rkey)
+		*new_rkey = wr.bind_mw.rkey;
+	return eng_qp_post_send(qp, &wr, &bad, n->sim->now);
 }
 
 static void wake(void *ctx, struct eng_qp *qp)
@@ -145,9 +218,10 @@ void sim_init(struct sim *s, uint64_t seed)
 		n->env.ctx = n;
 		n->env.mem_resolve = mem_resolve;
 		n->env.mem_invalidate = mem_invalidate;
+		n->env.mw_bind = mw_bind;
 		n->env.wake = wake;
 		n->env.event = event;
-		if (eng_cq_init(&n->cq, 4096))
+		if (eng_cq_init(&n->cq, 4096) || obj_mw_table_init(&n->mws, SIM_MAX_MW + 1))
 			abort();
 	}
 }
@@ -161,6 +235,7 @@ void sim_fini(struct sim *s)
 			eng_qp_destroy(n->qp[q]);
 		for (int m = 0; m < n->nmr; m++)
 			free(n->mr[m].host);
+		obj_mw_table_fini(&n->mws);
 		eng_cq_fini(&n->cq);
 	}
 	for (size_t i = 0; i < s->nheap; i++)

@@ -15,8 +15,10 @@
 #include <stdint.h>
 
 #include "engine/eng.h"
+#include "obj/obj.h"
 
 #define SIM_MAX_MR     32
+#define SIM_MAX_MW     16
 #define SIM_MAX_QP     4
 #define SIM_MAX_EVENTS 64
 #define SIM_MAX_RULES  64
@@ -38,6 +40,9 @@ struct sim_mr {
 	uint8_t *host;
 	uint64_t len;
 	unsigned access; /* IBV_ACCESS_* */
+	/* The region as obj/'s memory windows see it (copied from the fields above when a
+	 * window is bound to it): windows are obj/mw.c's own, not a fake. */
+	struct obj_mr omr;
 };
 
 struct sim_node {
@@ -49,6 +54,9 @@ struct sim_node {
 	int nqp;
 	struct sim_mr mr[SIM_MAX_MR];
 	int nmr;
+	struct obj_mw_table mws; /* memory windows (sim_mw_alloc) */
+	struct obj_mw mw[SIM_MAX_MW];
+	int nmw;
 	enum ibv_event_type events[SIM_MAX_EVENTS];
 	int nevents;
 	uint64_t resolve_calls;
@@ -123,6 +131,15 @@ uint64_t sim_rand(struct sim *s);
 /* Registers `len` bytes (zeroed, 64-byte aligned host memory) in `pd` with `access`.
  * Returns the MR (owned by the node). */
 struct sim_mr *sim_mr_reg(struct sim_node *n, uint32_t pd, uint64_t len, unsigned access);
+/* Allocates an unbound memory window of `type` in `pd` (obj/mw.c). Returns it (owned by the
+ * node); its key is mw->key. */
+struct obj_mw *sim_mw_alloc(struct sim_node *n, uint32_t pd, enum ibv_mw_type type);
+/* Posts a BIND_MW of `mw` to [mr + off, + len) with `access` and the next key byte
+ * (ibv_inc_rkey); returns what eng_qp_post_send does and *new_rkey the key the window will
+ * have. */
+int sim_post_bind(struct sim_node *n, struct eng_qp *qp, uint64_t wr_id, const struct obj_mw *mw,
+		  const struct sim_mr *mr, uint64_t off, uint64_t len, unsigned access,
+		  unsigned flags, uint32_t *new_rkey);
 static inline uint64_t sim_va(const struct sim_mr *mr, uint64_t off)
 {
 	return mr->iova + off;
