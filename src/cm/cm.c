@@ -42,6 +42,9 @@ static struct {
 	int gsi_fd;
 	uint16_t tag, seq;
 	pid_t pid; /* the process the ids belong to (a fork child's exit leaves them alone) */
+	struct cm_event *out;	     /* events handed out, not yet acked */
+	void *graves[CM_QUARANTINE]; /* freed ids and channels, zeroed (cm.h) */
+	unsigned ngraves;
 } cm = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -136,6 +139,15 @@ static void note_once(bool *said, const char *what)
 		*said = true;
 		fprintf(stderr, "softrdma: rdma_cm: %s\n", what);
 	}
+}
+
+/* Frees an id's or a channel's memory after CM_QUARANTINE more such frees (cm.h). */
+static void bury(void *p, size_t size)
+{
+	memset(p, 0, size);
+	unsigned i = cm.ngraves++ % CM_QUARANTINE;
+	free(cm.graves[i]);
+	cm.graves[i] = p;
 }
 
 /* ---- fork: the child starts with an empty CM (the parent's sockets and thread are not its) */
@@ -384,7 +396,16 @@ static void channel_release(struct cm_channel *ch)
 {
 	close(ch->ch.fd);
 	close(ch->wfd);
-	free(ch);
+	bury(ch, sizeof(*ch));
+}
+
+/* A channel the application may use: created, not destroyed. Under the lock. */
+static bool channel_live(const struct cm_channel *ch)
+{
+	for (const struct cm_channel *c = cm.chans; c; c = c->next)
+		if (c == ch)
+			return true;
+	return false;
 }
 
 static void channel_free(struct cm_channel *ch)
@@ -438,7 +459,8 @@ void sr_rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	if (getenv("SOFTRDMA_STATS"))
 		cm_each_counter(print_counter, stderr);
 	cm_lock();
-	channel_free((struct cm_channel *)channel);
+	if (channel_live((struct cm_channel *)channel))
+		channel_free((struct cm_channel *)channel); /* else destroyed already: nothing */
 	cm_unlock();
 }
 CM_ALIAS(destroy_event_channel);
@@ -536,6 +558,10 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 	/* While this thread is in here it counts as a reader: the channel (and its fd) outlive
 	 * an rdma_destroy_event_channel until the last reader has left. */
 	cm_lock();
+	if (!channel_live(ch)) {
+		cm_unlock();
+		return fail(EBADF); /* destroyed (its fd closed), or never a channel */
+	}
 	ch->readers++;
 	for (;;) {
 		char b;
@@ -571,6 +597,8 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 			ch->readers--;
 			e->retrieved = true;
 			e->ch = NULL;
+			e->out_next = cm.out;
+			cm.out = e;
 			e->owner->ev_reported++;
 			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
 				((struct cm_id *)e->ev.id)->listener = NULL;
@@ -590,11 +618,19 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 }
 CM_ALIAS(get_cm_event);
 
-static void ack_locked(struct cm_event *e)
+/* Acks an event handed out (and frees it); false for one that was not (cm.h). */
+static bool ack_locked(struct cm_event *e)
 {
+	struct cm_event **pp = &cm.out;
+	while (*pp && *pp != e)
+		pp = &(*pp)->out_next;
+	if (!*pp)
+		return false;
+	*pp = e->out_next;
 	e->owner->ev_acked++;
 	pthread_cond_broadcast(&cm.cond);
 	free(e);
+	return true;
 }
 
 int sr_rdma_ack_cm_event(struct rdma_cm_event *event)
@@ -602,9 +638,9 @@ int sr_rdma_ack_cm_event(struct rdma_cm_event *event)
 	if (!event)
 		return fail(EINVAL);
 	cm_lock();
-	ack_locked((struct cm_event *)event);
+	bool ok = ack_locked((struct cm_event *)event);
 	cm_unlock();
-	return 0;
+	return ok ? 0 : fail(EINVAL);
 }
 CM_ALIAS(ack_cm_event);
 
@@ -717,7 +753,41 @@ static void id_free(struct cm_id *id)
 	free(id->path);
 	free(id->ep_attr);
 	free(id->connect_pd);
-	free(id);
+	bury(id, sizeof(*id));
+}
+
+struct cm_id *cm_id_live(const struct rdma_cm_id *rid)
+{
+	for (struct cm_id *id = cm.ids; id; id = id->next)
+		if (&id->id == rid)
+			return id->destroying ? NULL : id;
+	return NULL;
+}
+
+int cm_id_check(const struct rdma_cm_id *rid)
+{
+	if (!rid)
+		return -EINVAL;
+	cm_lock();
+	bool live = cm_id_live(rid) != NULL;
+	cm_unlock();
+	return live ? 0 : -ENOENT;
+}
+
+/* Takes the lock and finds the live id at rid: NULL (lock released, errno set) if none. */
+static struct cm_id *id_lock(struct rdma_cm_id *rid)
+{
+	if (!rid) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cm_lock();
+	struct cm_id *id = cm_id_live(rid);
+	if (!id) {
+		cm_unlock();
+		errno = ENOENT;
+	}
+	return id;
 }
 
 int sr_rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
@@ -729,6 +799,10 @@ int sr_rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id
 		return fail(EINVAL);
 	pthread_once(&atfork_once, atfork_register);
 	cm_lock();
+	if (channel && !channel_live((struct cm_channel *)channel)) {
+		cm_unlock();
+		return fail(EBADF);
+	}
 	struct cm_id *c = id_new((struct cm_channel *)channel, context, ps);
 	cm_unlock();
 	if (!c)
@@ -824,10 +898,9 @@ static void orphan_children(struct cm_id *lis)
 
 int sr_rdma_destroy_id(struct rdma_cm_id *rid)
 {
-	if (!rid)
-		return fail(EINVAL);
-	struct cm_id *id = (struct cm_id *)rid;
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (id->id.event) {
 		ack_locked((struct cm_event *)id->id.event);
 		id->id.event = NULL;
@@ -871,13 +944,16 @@ __attribute__((destructor)) static void cm_at_exit(void)
 
 int sr_rdma_migrate_id(struct rdma_cm_id *rid, struct rdma_event_channel *channel)
 {
-	if (!rid)
-		return fail(EINVAL);
-	struct cm_id *id = (struct cm_id *)rid;
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (id->sync && !channel) {
 		cm_unlock();
 		return fail(EINVAL);
+	}
+	if (channel && !channel_live((struct cm_channel *)channel)) {
+		cm_unlock();
+		return fail(EBADF);
 	}
 	struct cm_channel *to = (struct cm_channel *)channel;
 	bool sync = !to;
@@ -987,10 +1063,14 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 
 int sr_rdma_bind_addr(struct rdma_cm_id *rid, struct sockaddr *addr)
 {
-	if (!rid || !addr)
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
+	if (!addr) {
+		cm_unlock();
 		return fail(EINVAL);
-	cm_lock();
-	int r = bind_locked((struct cm_id *)rid, addr);
+	}
+	int r = bind_locked(id, addr);
 	if (!r)
 		((struct cm_id *)rid)->bound_app = true;
 	cm_unlock();
@@ -1025,14 +1105,13 @@ int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 			 struct sockaddr *dst_addr, int timeout_ms)
 {
 	(void)timeout_ms; /* resolution is local: the event is queued at once */
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid || !dst_addr)
-		return fail(EINVAL);
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	uint8_t dst[16];
 	uint16_t dport;
 	bool v6;
 	int r = sa_get(dst_addr, dst, &dport, &v6);
-	cm_lock();
 	if (r == 0 && src_addr && id->state == CM_IDLE) {
 		r = -bind_locked(id, src_addr);
 		id->bound_app = r == 0;
@@ -1078,10 +1157,9 @@ CM_ALIAS(resolve_addr);
 int sr_rdma_resolve_route(struct rdma_cm_id *rid, int timeout_ms)
 {
 	(void)timeout_ms;
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (id->state != CM_ADDR_RESOLVED) {
 		cm_unlock();
 		return fail(EINVAL);
@@ -1117,10 +1195,9 @@ CM_ALIAS(resolve_route);
 
 int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	int err = 0;
 	if (id->state == CM_LISTEN) {
 		id->backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
@@ -1279,10 +1356,9 @@ static int connect_rc_params(struct cm_id *id, const struct rdma_conn_param *p)
 
 int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	int err = id->state != CM_ROUTE_RESOLVED ? EINVAL
 		  : cm_is_ud(id)		 ? connect_ud_params(id, p)
 						 : connect_rc_params(id, p);
@@ -1389,10 +1465,9 @@ static int accept_ud(struct cm_id *id, const struct rdma_conn_param *p)
 
 int sr_rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (cm_is_ud(id)) {
 		int e = accept_ud(id, p);
 		cm_unlock();
@@ -1446,10 +1521,9 @@ CM_ALIAS(accept);
 
 int sr_rdma_reject(struct rdma_cm_id *rid, const void *private_data, uint8_t private_data_len)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	int r = -EINVAL;
 	if (id->state == CM_REQ_RCVD)
 		r = id->tr == CM_TR_ROCE ? cm_roce_reject(id, private_data, private_data_len)
@@ -1461,10 +1535,9 @@ CM_ALIAS(reject);
 
 int sr_rdma_disconnect(struct rdma_cm_id *rid)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (cm_is_ud(id)) {
 		/* librdmacm: the QP to ERR (ucma_shutdown); the kernel has no connection to end
 		 * (rdma_disconnect finds the SIDR's IB CM id idle: neither DREQ nor DREP goes
@@ -1490,10 +1563,13 @@ CM_ALIAS(disconnect);
 
 int sr_rdma_establish(struct rdma_cm_id *rid)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid || rid->qp)
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
+	if (rid->qp) {
+		cm_unlock();
 		return fail(EINVAL);
-	cm_lock();
+	}
 	/* iWARP: the connection is up when ESTABLISHED is reported (iw_cm has no RTU); a
 	 * self-managed QP's owner calling it then (rping -q) is told it is done. */
 	int r = id->tr == CM_TR_ROCE			     ? cm_roce_establish(id)
@@ -1506,10 +1582,9 @@ CM_ALIAS(establish);
 
 int sr_rdma_notify(struct rdma_cm_id *rid, enum ibv_event_type event)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	/* IB CM: data arriving before the RTU establishes the connection (COMM_EST). */
 	if (event == IBV_EVENT_COMM_EST && id->tr == CM_TR_ROCE && id->state == CM_ACCEPTING)
 		cm_roce_notify_established(id);
@@ -1520,12 +1595,14 @@ CM_ALIAS(notify);
 
 int sr_rdma_set_option(struct rdma_cm_id *rid, int level, int optname, void *optval, size_t optlen)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid || !optval)
-		return fail(EINVAL);
-	if (level != RDMA_OPTION_ID)
-		return fail(ENOSYS); /* RDMA_OPTION_IB_PATH: no IB paths here */
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
+	if (!optval || level != RDMA_OPTION_ID) {
+		cm_unlock();
+		/* RDMA_OPTION_IB_PATH: no IB paths here */
+		return fail(!optval ? EINVAL : ENOSYS);
+	}
 	int err = 0;
 	switch (optname) {
 	case RDMA_OPTION_ID_TOS:
@@ -1563,19 +1640,31 @@ int sr_rdma_set_option(struct rdma_cm_id *rid, int level, int optname, void *opt
 }
 CM_ALIAS(set_option);
 
+/* The port of a route address: 0 for an id that is not live. */
+static __be16 id_port(struct rdma_cm_id *rid, bool src)
+{
+	__be16 port = 0;
+	if (!id_lock(rid))
+		return 0;
+	const struct rdma_addr *a = &rid->route.addr;
+	const struct sockaddr *sa = src ? &a->src_addr : &a->dst_addr;
+	if (sa->sa_family == AF_INET6)
+		port = src ? a->src_sin6.sin6_port : a->dst_sin6.sin6_port;
+	else if (sa->sa_family == AF_INET)
+		port = src ? a->src_sin.sin_port : a->dst_sin.sin_port;
+	cm_unlock();
+	return port;
+}
+
 __be16 sr_rdma_get_src_port(struct rdma_cm_id *id)
 {
-	const struct sockaddr *sa = &id->route.addr.src_addr;
-	return sa->sa_family == AF_INET6 ? id->route.addr.src_sin6.sin6_port
-					 : id->route.addr.src_sin.sin_port;
+	return id_port(id, true);
 }
 CM_ALIAS(get_src_port);
 
 __be16 sr_rdma_get_dst_port(struct rdma_cm_id *id)
 {
-	const struct sockaddr *sa = &id->route.addr.dst_addr;
-	return sa->sa_family == AF_INET6 ? id->route.addr.dst_sin6.sin6_port
-					 : id->route.addr.dst_sin.sin_port;
+	return id_port(id, false);
 }
 CM_ALIAS(get_dst_port);
 

@@ -230,6 +230,7 @@ struct cm_event {
 	struct cm_id *owner;	 /* whose ack count it is (the listener for CONNECT_REQUEST) */
 	struct cm_channel *ch;	 /* queued on, until retrieved */
 	bool retrieved;
+	struct cm_event *out_next; /* retrieved, not yet acked (the process's list) */
 	uint8_t pd[CM_PD_MAX];
 	struct cm_event *next;
 };
@@ -330,6 +331,21 @@ struct cm_id {
 };
 
 /* ---- cm.c: the core (global lock, thread, events, devices) ---- */
+
+/* The application's handles. librdmacm trusts the pointers it is given; here every call looks
+ * its id, channel or event up among the live ones first, by address (a stale or garbage
+ * pointer is never dereferenced), and fails on one it does not find: an id destroyed, being
+ * destroyed or never created: ENOENT (the kernel's ucma for a handle it no longer has); a
+ * destroyed channel: EBADF (its fd is closed); an event not handed out or acked already:
+ * EINVAL. perftest 4.5 retries a failed rdma_cm connection on ids it destroyed, read from an
+ * array it freed. Freed ids and channels are kept, zeroed, for the next CM_QUARANTINE frees
+ * before their memory goes back to malloc, so that a stale pointer does not soon name a new
+ * id at the same address. */
+#define CM_QUARANTINE 32
+/* The live id at rid, or NULL. Under the lock. */
+struct cm_id *cm_id_live(const struct rdma_cm_id *rid);
+/* The same, taking the lock: 0, -EINVAL for NULL, -ENOENT for no live id. */
+int cm_id_check(const struct rdma_cm_id *rid);
 
 /* The lock and condition every CM object lives under. */
 void cm_lock(void);

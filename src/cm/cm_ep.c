@@ -213,7 +213,7 @@ CM_ALIAS(create_ep);
 
 void sr_rdma_destroy_ep(struct rdma_cm_id *rid)
 {
-	if (!rid)
+	if (cm_id_check(rid) < 0)
 		return;
 	if (rid->qp)
 		sr_rdma_destroy_qp(rid);
@@ -226,7 +226,10 @@ CM_ALIAS(destroy_ep);
 int sr_rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 {
 	struct cm_id *lis = (struct cm_id *)listen;
-	if (!listen || !out || !lis->sync)
+	int e = cm_id_check(listen);
+	if (e < 0)
+		return fail(-e);
+	if (!out || !lis->sync)
 		return fail(EINVAL);
 	if (listen->event) {
 		sr_rdma_ack_cm_event(listen->event);

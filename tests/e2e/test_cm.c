@@ -1723,6 +1723,126 @@ static void test_destroy_race(void)
 	CHECK_EQ(got + blocked, 60);
 }
 
+/* Every call that takes an id, on one that is not live (destroyed, or garbage): each fails
+ * with ENOENT (cm.h "The application's handles") and none reads through the pointer. */
+static void calls_on_stale_id(struct rdma_cm_id *id, const char *what)
+{
+	struct sockaddr_storage a = addr_of("127.0.0.1", 9);
+	struct rdma_conn_param p = {0};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {1, 1, 1, 1, 0}};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 1, .max_sge = 1}};
+	struct ibv_qp_attr attr;
+	int mask, one = 1, n = 0, bad = 0;
+	struct rdma_cm_id *child = NULL;
+#define STALE(call)                                                                                \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		n++;                                                                               \
+		if ((call) != -1 || errno != ENOENT) {                                             \
+			bad++;                                                                     \
+			fprintf(stderr, "%s: %s: errno %d\n", what, #call, errno);                 \
+		}                                                                                  \
+	} while (0)
+	STALE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000));
+	STALE(rdma_bind_addr(id, (struct sockaddr *)&a));
+	STALE(rdma_resolve_route(id, 2000));
+	STALE(rdma_listen(id, 1));
+	STALE(rdma_connect(id, &p));
+	STALE(rdma_accept(id, &p));
+	STALE(rdma_reject(id, NULL, 0));
+	STALE(rdma_disconnect(id));
+	STALE(rdma_establish(id));
+	STALE(rdma_notify(id, IBV_EVENT_COMM_EST));
+	STALE(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)));
+	STALE(rdma_migrate_id(id, NULL));
+	STALE(rdma_create_qp(id, NULL, &qa));
+	STALE(rdma_create_srq(id, NULL, &sa));
+	STALE(rdma_init_qp_attr(id, &attr, &mask));
+	STALE(rdma_get_request(id, &child));
+	STALE(rdma_destroy_id(id));
+#undef STALE
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(n, 17);
+	CHECK_EQ(rdma_get_src_port(id), 0);
+	CHECK_EQ(rdma_get_dst_port(id), 0);
+	rdma_destroy_qp(id); /* void: nothing happens */
+	rdma_destroy_srq(id);
+	rdma_destroy_ep(id);
+}
+
+/* Issue 10: perftest 4.5, after a failed rdma_cm connection (rdma_connect EINVAL, or REJECTED
+ * because its server was not listening yet), destroys its ids and channel, frees the array
+ * that holds the ids, and retries: rdma_resolve_addr on whatever it reads there, on the
+ * destroyed channel. softrdma crashed in rdma_resolve_addr. Now: every call on a destroyed or
+ * never created id, channel or event fails (ENOENT, EBADF, EINVAL), and the calls a failed
+ * (rejected) id does not allow fail with EINVAL, whatever their order. */
+static void test_stale_handles(void)
+{
+	printf("calls on failed and destroyed ids, channels and events\n");
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id = resolved_id(&ch, "127.0.0.1", free_port());
+	/* perftest's first failure: more READs than the device takes (EINVAL). */
+	struct rdma_conn_param many = {.responder_resources = 254, .initiator_depth = 254};
+	struct side c = {0};
+	side_setup(&c, id);
+	errno = 0;
+	CHECK_EQ(rdma_connect(id, &many), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* Its second: nobody listens (REJECTED); then calls the state does not allow. */
+	REQUIRE(rdma_connect(id, NULL) == 0);
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_REJECTED, "nobody listens");
+	CHECK_EQ(rdma_ack_cm_event(e), 0);
+	errno = 0;
+	CHECK_EQ(rdma_ack_cm_event(e), -1); /* acked already */
+	CHECK_EQ(errno, EINVAL);
+	struct sockaddr_storage a = addr_of("127.0.0.1", 9);
+	CHECK_EQ(rdma_connect(id, NULL), -1);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), -1);
+	CHECK_EQ(rdma_resolve_route(id, 2000), -1);
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), -1);
+	CHECK_EQ(rdma_listen(id, 1), -1);
+	CHECK_EQ(rdma_accept(id, NULL), -1);
+	CHECK_EQ(rdma_reject(id, NULL, 0), -1);
+	CHECK_EQ(rdma_establish(id), -1);
+	rdma_disconnect(id); /* allowed or not: it returns */
+	side_free(&c);
+	rdma_destroy_qp(id);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+
+	/* What perftest does next, and then everything else, on the destroyed id. */
+	calls_on_stale_id(id, "destroyed id");
+	/* The pointers perftest reads from its freed array may be anything. */
+	static int not_an_id[64];
+	struct rdma_cm_id *garbage[] = {(struct rdma_cm_id *)(uintptr_t)0x10,
+					(struct rdma_cm_id *)(uintptr_t)0xdead0000beef0,
+					(struct rdma_cm_id *)not_an_id};
+	for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++)
+		calls_on_stale_id(garbage[i], "garbage id");
+	CHECK_EQ(not_an_id[0], 0); /* never written */
+	/* The destroyed channel: EBADF, and destroying it again does nothing. */
+	errno = 0;
+	CHECK_EQ(rdma_get_cm_event(ch, &e), -1);
+	CHECK_EQ(errno, EBADF);
+	struct rdma_cm_id *nid = NULL;
+	errno = 0;
+	CHECK_EQ(rdma_create_id(ch, &nid, NULL, RDMA_PS_TCP), -1);
+	CHECK_EQ(errno, EBADF);
+	rdma_destroy_event_channel(ch);
+	/* New ids do not take the destroyed one's address soon (a stale pointer does not name
+	 * a live id): the memory is held back for CM_QUARANTINE frees. */
+	ch = rdma_create_event_channel();
+	REQUIRE(ch);
+	struct rdma_cm_id *ids[8];
+	for (int i = 0; i < 8; i++) {
+		REQUIRE(rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP) == 0);
+		CHECK(ids[i] != id);
+	}
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(rdma_destroy_id(ids[i]), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_api(void)
 {
 	printf("API: channels, options, addresses, devices\n");
@@ -1886,6 +2006,7 @@ int main(int argc, char **argv)
 
 	test_addrinfo();
 	test_api();
+	test_stale_handles();
 	test_wildcard();
 	static const char *const transports[] = {"roce", "iwarp"};
 	for (int i = 0; i < 2; i++) {
