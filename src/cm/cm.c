@@ -1372,7 +1372,7 @@ int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 
 	uint64_t now = cm_now();
 	id->deadline = now + cm_timeout_ns();
-	id->refused_until = id->tr == CM_TR_ROCE ? now + CM_REFUSED_RETRY_NS : 0;
+	id->refused_until = now + CM_REFUSED_RETRY_NS;
 	id->retry_at = 0;
 	int r = id->tr == CM_TR_ROCE ? cm_roce_connect(id, now) : start_tcp(id);
 	if (id->tr == CM_TR_ROCE && r < 0) {

@@ -56,8 +56,8 @@
  * (REJ 6 for a REP, DREP for a DREQ). A remote peer's end shows only through its QP.
  *
  * ---- Errors on the wire ----
- * Nobody listens: REJECTED (iWARP status -ECONNREFUSED, at once as siw; RoCE status 8,
- * IB_CM_REJ_INVALID_SERVICE_ID with 148 zero bytes, after CM_REFUSED_RETRY_NS of retries,
+ * Nobody listens: REJECTED after CM_REFUSED_RETRY_NS of retries (iWARP status -ECONNREFUSED;
+ * RoCE status 8, IB_CM_REJ_INVALID_SERVICE_ID with 148 zero bytes,
  * below). The peer rejects: REJECTED with its private data (iWARP -ECONNRESET as siw;
  * RoCE 28, consumer defined). No answer within the timeout: UNREACHABLE -ETIMEDOUT. iWARP: the
  * peer goes away mid-handshake (reset / close): CONNECT_ERROR -ECONNRESET (Linux's siw
@@ -131,11 +131,13 @@
 #define CM_IW_PD_MAX	 (IW_MPA_PD_MAX_SIW - IW_MPA_V2_LEN) /* 252: what siw accepts */
 #define CM_REQ_WAIT_NS	 5000000000ull /* an accepted connection sends its request within */
 #define CM_LINGER_NS	 2000000000ull /* last bytes (REJ, Reject, DREP) get this long */
-/* RoCE: a REQ / SIDR_REQ refused because nobody listens (REJ 8 / SIDR status 1) is sent again
- * for this long before it counts as REJECTED / UNREACHABLE, every CM_REFUSED_STEP_NS. A kernel CM
- * resolves the address and route asynchronously before its REQ leaves, which gives a server
- * that re-listens on its port (perftest -R does so between its two connections, and perftest
- * 4.5's own retry path is broken) the time to do so; softrdma resolves at once. */
+/* A connection refused because nobody listens (RoCE: REJ 8 / SIDR status 1; iWARP: the TCP
+ * connection refused) is tried again for this long before it counts as REJECTED / UNREACHABLE,
+ * every CM_REFUSED_STEP_NS. A kernel CM resolves the address and route asynchronously before
+ * its request leaves, which gives a server that re-listens on its port (perftest -R does so
+ * between its two connections) the time to do so; softrdma resolves at once. perftest 4.5's
+ * own retry after a refusal uses the ids it destroyed (cm.h "The application's handles"): it
+ * cannot connect, against a siw server either, unless the first try finds the listener. */
 #define CM_REFUSED_RETRY_NS 250000000ull
 #define CM_REFUSED_STEP_NS  10000000ull
 
@@ -177,7 +179,7 @@ enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
 	X(rejects_sent, "rejects sent (rdma_reject, or the protocol)")                             \
 	X(rejects_rcvd, "rejects received")                                                        \
 	X(refused, "connects refused: nobody listens")                                             \
-	X(refused_retries, "RoCE connects tried again after a refusal (CM_REFUSED_RETRY_NS)")      \
+	X(refused_retries, "connects tried again after a refusal (CM_REFUSED_RETRY_NS)")           \
 	X(timeouts, "handshakes that timed out")                                                   \
 	X(lost, "connections the peer closed or reset before they were up")                        \
 	X(rx_garbage, "connections closed: bytes neither MPA nor the RoCE CM protocol")            \

@@ -496,6 +496,78 @@ static void test_no_listener(void)
 	rdma_destroy_event_channel(cch);
 }
 
+/* ---- scenario: the listener comes a moment after the request (perftest -R) ---- */
+
+struct late_listener {
+	uint16_t port;
+	int delay_ms;
+	volatile int state; /* 1 listening, 2 accepted, -1 failed */
+};
+
+static void *late_listener_main(void *arg)
+{
+	struct late_listener *ll = arg;
+	usleep((useconds_t)ll->delay_ms * 1000);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *lid = NULL;
+	struct sockaddr_storage a = addr_of("127.0.0.1", ll->port);
+	if (!ch || rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 1)) {
+		ll->state = -1;
+		return NULL;
+	}
+	ll->state = 1;
+	struct rdma_cm_event *e = next_event(ch, WAIT_MS);
+	if (e && e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		struct rdma_cm_id *child = e->id;
+		rdma_ack_cm_event(e);
+		struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {4, 4, 1, 1, 0}};
+		if (rdma_create_qp(child, NULL, &qa) == 0 && rdma_accept(child, NULL) == 0) {
+			e = next_event(ch, WAIT_MS);
+			if (e && e->event == RDMA_CM_EVENT_ESTABLISHED)
+				ll->state = 2;
+			if (e)
+				rdma_ack_cm_event(e);
+		}
+		rdma_destroy_qp(child);
+		rdma_destroy_id(child);
+	} else if (e) {
+		rdma_ack_cm_event(e);
+	}
+	rdma_destroy_id(lid);
+	rdma_destroy_event_channel(ch);
+	return NULL;
+}
+
+/* perftest -R's server destroys its listener after the first connection and listens again on
+ * the same port; its client's next request may come first, and perftest 4.5's own retry is
+ * broken (issue 10). A refusal is tried again for CM_REFUSED_RETRY_NS (both transports; on
+ * iWARP a siw server refuses the TCP connection at once): a listener 80 ms late is found. */
+static void test_late_listener(void)
+{
+	printf("  a listener that comes 80 ms after the request\n");
+	struct late_listener ll = {.port = free_port(), .delay_ms = 80};
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", ll.port);
+	side_setup(&c, cid);
+	uint64_t retries = cm_counter("refused_retries");
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, late_listener_main, &ll) == 0);
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED, "late listener");
+	pthread_join(t, NULL);
+	CHECK_EQ(ll.state, 2);
+	CHECK(cm_counter("refused_retries") > retries);
+	rdma_disconnect(cid);
+	struct rdma_cm_event *e = next_event(cch, WAIT_MS);
+	if (e)
+		rdma_ack_cm_event(e);
+	side_free(&c);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+}
+
 static const uint8_t ud_mapped_lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
 
 /* ---- a fake RoCE CM peer (core/gsi.h): the endpoint of a service ID sees the MADs the router
@@ -2017,6 +2089,7 @@ int main(int argc, char **argv)
 		test_connect("::1");
 		test_reject();
 		test_no_listener();
+		test_late_listener();
 		test_silent_peer();
 		test_garbage();
 		test_peer_killed();
