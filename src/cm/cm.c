@@ -174,6 +174,8 @@ static void atfork_child(void)
 			close(id->watch_fd);
 		if (id->sid_fd >= 0)
 			close(id->sid_fd);
+		if (id->resv_fd >= 0)
+			close(id->resv_fd);
 	}
 	if (cm.gsi_fd >= 0)
 		close(cm.gsi_fd);
@@ -278,6 +280,46 @@ static void id_sync_route(struct cm_id *id)
 	memcpy(ra->addr.ibaddr.sgid.raw, id->laddr, 16);
 	memcpy(ra->addr.ibaddr.dgid.raw, id->raddr, 16);
 	ra->addr.ibaddr.pkey = htobe16(0xFFFF);
+}
+
+/* rdma_bind_addr to port 0: a port now, as the kernel's cma_alloc_any_port (cm.h resv_fd). A
+ * TCP socket with SO_REUSEADDR bound to (a, 0) holds it; rdma_listen's listener and an iWARP
+ * connect bind the same port next to it (both SO_REUSEADDR, neither listening) and the hold
+ * ends. 0 or a negative errno. */
+static int port_reserve(struct cm_id *id, const uint8_t a[16], uint16_t *port)
+{
+	struct sockaddr_storage ss, got;
+	cm_sockaddr_set(&ss, a, 0, id->v6);
+	socklen_t sl =
+	    ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	socklen_t gl = sizeof(got);
+	int one = 1, r = 0;
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    (ss.ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&got, &gl) != 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*port = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
+					       : ((struct sockaddr_in6 *)&got)->sin6_port);
+	id->resv_fd = fd;
+	return 0;
+}
+
+/* The port is held by its listener or connection now (or the id is gone). */
+static void port_release(struct cm_id *id)
+{
+	if (id->resv_fd >= 0) {
+		close(id->resv_fd);
+		id->resv_fd = -1;
+	}
 }
 
 /* ---- devices ---- */
@@ -724,6 +766,7 @@ static struct cm_id *id_new(struct cm_channel *ch, void *context, enum rdma_port
 	id->ch = ch;
 	id->watch_fd = -1;
 	id->sid_fd = -1;
+	id->resv_fd = -1;
 	id->id.channel = &ch->ch;
 	id->id.context = context;
 	id->id.ps = ps;
@@ -748,6 +791,7 @@ static void id_unlink(struct cm_id *id)
 static void id_free(struct cm_id *id)
 {
 	id_unlink(id);
+	port_release(id);
 	if (id->sync && id->ch)
 		channel_free(id->ch);
 	free(id->path);
@@ -1047,12 +1091,16 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 				port);
 		return EADDRINUSE;
 	}
-	if (!is_any(a)) {
-		struct cm_dev *d = dev_for_addr(a, CM_TR_NONE);
-		if (!d)
-			return EADDRNOTAVAIL;
-		id_set_dev(id, d);
+	struct cm_dev *d = NULL;
+	if (!is_any(a) && !(d = dev_for_addr(a, CM_TR_NONE)))
+		return EADDRNOTAVAIL;
+	if (!port) {
+		r = port_reserve(id, a, &port);
+		if (r < 0)
+			return -r;
 	}
+	if (d)
+		id_set_dev(id, d);
 	id->bound_any = is_any(a);
 	memcpy(id->laddr, a, 16);
 	id->lport = port;
@@ -1216,6 +1264,7 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 	if (r == 0) {
 		id->nlis = 1;
 		id->lport = io_tcp_listener_port(id->lis[0]);
+		port_release(id); /* the listener holds it now */
 		/* "::" listens for IPv4 too unless RDMA_OPTION_ID_AFONLY (as the kernel's
 		 * bindv6only = 0). */
 		if (id->v6 && id->bound_any && !id->afonly) {
@@ -1293,6 +1342,7 @@ static int start_tcp(struct cm_id *id)
 		id->tcp = NULL;
 		return r;
 	}
+	port_release(id); /* the connection holds it now */
 	id->tcp_connecting = true;
 	id->ev = POLLOUT;
 	return 0;

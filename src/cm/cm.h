@@ -275,6 +275,10 @@ struct cm_id {
 	bool v6;
 	bool bound_any;
 	bool bound_app; /* the application bound the id (rdma_bind_addr, resolve's src_addr) */
+	/* A TCP socket bound (not listening) to the port rdma_bind_addr chose for port 0, as the
+	 * kernel's rdma_cm picks one at bind (qperf sends it to its client before listening),
+	 * held until rdma_listen / rdma_connect take the port over; or -1. */
+	int resv_fd;
 	uint8_t laddr[16], raddr[16];
 	uint16_t lport, rport;
 

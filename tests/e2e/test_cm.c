@@ -2005,6 +2005,27 @@ static void test_api(void)
 	CHECK(!strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"));
 	CHECK(!strcmp(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT"));
 
+	/* rdma_bind_addr to port 0 picks the port at once, as the kernel's rdma_cm (qperf -cm1
+	 * sends it to its client before it listens); rdma_listen keeps it. */
+	struct rdma_cm_id *b1, *b2;
+	REQUIRE(rdma_create_id(ch, &b1, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_create_id(ch, &b2, NULL, RDMA_PS_TCP) == 0);
+	a = addr_of("0.0.0.0", 0);
+	REQUIRE(rdma_bind_addr(b1, (struct sockaddr *)&a) == 0);
+	REQUIRE(rdma_bind_addr(b2, (struct sockaddr *)&a) == 0);
+	uint16_t p1 = ntohs(rdma_get_src_port(b1)), p2 = ntohs(rdma_get_src_port(b2));
+	CHECK(p1 != 0 && p2 != 0 && p1 != p2);
+	REQUIRE(rdma_listen(b1, 1) == 0);
+	CHECK_EQ(ntohs(rdma_get_src_port(b1)), p1);
+	a = addr_of("127.0.0.1", 0);
+	struct rdma_cm_id *b3;
+	REQUIRE(rdma_create_id(ch, &b3, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(b3, (struct sockaddr *)&a) == 0);
+	CHECK(ntohs(rdma_get_src_port(b3)) != 0);
+	CHECK_EQ(rdma_destroy_id(b3), 0);
+	CHECK_EQ(rdma_destroy_id(b2), 0);
+	CHECK_EQ(rdma_destroy_id(b1), 0);
+
 	/* rdma_destroy_id waits until the id's events are acked; rdma_migrate_id moves a
 	 * listener's events to another channel. */
 	struct listener l;
