@@ -32,6 +32,9 @@ struct sr_device {
 	int ngid;
 	int first_v4; /* index of the first IPv4-mapped GID, -1 if none */
 	bool iwarp;   /* iwarp_<ifname>: RDMAP/DDP/MPA over TCP (iw_verbs.c) */
+	/* Contexts of it the application opened itself (not rdma_cm's own, sr_cm_open_device):
+	 * rdma_cm follows that choice of transport (cm.h "Which transport"). Atomic. */
+	int app_opens;
 	struct sr_device *next;
 };
 
@@ -56,7 +59,11 @@ struct sr_context {
 	 * XRC domains. */
 	struct sr_srq *xsrq[SR_MAX_XSRQ];
 	struct sr_xrcd *xrcds;
+	bool app; /* opened by the application (counted in dev->app_opens) */
 };
+
+/* Set by rdma_cm around its own ibv_open_device (cm_glue.c): not the application's open. */
+extern __thread bool sr_cm_opening;
 
 /* An XRC domain (xrc.c). Domains are per device context: opening the same file (fd) again in
  * the same context gives the same domain (reference counted), other contexts and processes get

@@ -176,6 +176,7 @@ static void atfork_child(void)
 			close(id->sid_fd);
 		if (id->resv_fd >= 0)
 			close(id->resv_fd);
+		cm_probe_free(id, true);
 	}
 	if (cm.gsi_fd >= 0)
 		close(cm.gsi_fd);
@@ -337,7 +338,7 @@ static void devs_init(void)
 		struct cm_dev *d = &cm.devs[cm.ndev];
 		memset(d, 0, sizeof(*d));
 		d->ibdev = list[i];
-		d->ctx = ibv_open_device(list[i]);
+		d->ctx = sr_cm_open_device(list[i]);
 		if (!d->ctx)
 			continue;
 		struct ibv_port_attr pa;
@@ -366,18 +367,55 @@ int cm_gid_index(const struct cm_dev *d, const uint8_t addr[16])
 	return -1;
 }
 
-static bool want_iwarp(void)
+/* ---- which transport (cm.h "Which transport") ---- */
+
+/* What the process settled for addr without asking the peer: SOFTRDMA_TRANSPORT, else the
+ * transport of the devices holding addr that the application opened itself, if they are of
+ * one transport; CM_TR_NONE otherwise. */
+static enum cm_transport pinned_transport(const uint8_t addr[16])
 {
 	const char *t = getenv(CM_TRANSPORT_ENV);
-	return t && !strcmp(t, "iwarp");
+	if (t && !strcmp(t, "iwarp"))
+		return CM_TR_IWARP;
+	if (t && !strcmp(t, "roce"))
+		return CM_TR_ROCE;
+	devs_init();
+	bool roce = false, iw = false;
+	for (int i = 0; i < cm.ndev; i++) {
+		const struct cm_dev *d = &cm.devs[i];
+		if (cm_gid_index(d, addr) < 0 || !sr_cm_app_opened(d->ibdev))
+			continue;
+		iw |= d->iwarp;
+		roce |= !d->iwarp;
+	}
+	return roce == iw ? CM_TR_NONE : roce ? CM_TR_ROCE : CM_TR_IWARP;
 }
 
-/* The device whose GID table holds addr: of the wanted transport if both have it (tr NONE:
- * SOFTRDMA_TRANSPORT decides), else any; NULL if none. */
+/* The device of addr and transport tr, or NULL. */
+static struct cm_dev *dev_of(const uint8_t addr[16], enum cm_transport tr)
+{
+	devs_init();
+	for (int i = 0; i < cm.ndev; i++)
+		if (cm.devs[i].iwarp == (tr == CM_TR_IWARP) && cm_gid_index(&cm.devs[i], addr) >= 0)
+			return &cm.devs[i];
+	return NULL;
+}
+
+/* Both transports could serve addr, and nothing settled which: the peer is asked (active) or
+ * both are taken (passive). */
+static bool transport_open(const uint8_t addr[16])
+{
+	return pinned_transport(addr) == CM_TR_NONE && dev_of(addr, CM_TR_ROCE) &&
+	       dev_of(addr, CM_TR_IWARP);
+}
+
+/* The device whose GID table holds addr: of transport tr if both have it (tr NONE: the pinned
+ * one, else RoCE), else any; NULL if none. */
 static struct cm_dev *dev_for_addr(const uint8_t addr[16], enum cm_transport tr)
 {
 	devs_init();
-	bool iw = tr == CM_TR_NONE ? want_iwarp() : tr == CM_TR_IWARP;
+	enum cm_transport want = tr != CM_TR_NONE ? tr : pinned_transport(addr);
+	bool iw = want == CM_TR_IWARP;
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < cm.ndev; i++) {
 			struct cm_dev *d = &cm.devs[i];
@@ -792,6 +830,7 @@ static void id_free(struct cm_id *id)
 {
 	id_unlink(id);
 	port_release(id);
+	cm_probe_free(id, false);
 	if (id->sync && id->ch)
 		channel_free(id->ch);
 	free(id->path);
@@ -1057,7 +1096,7 @@ static bool port_taken(const struct cm_id *self, const uint8_t a[16], uint16_t p
 {
 	for (const struct cm_id *o = cm.ids; o; o = o->next) {
 		if (o == self || o->destroying || o->lport != port || o->listener ||
-		    !(o->state == CM_BOUND || o->state == CM_LISTEN ||
+		    !(o->state == CM_BOUND || o->state == CM_LISTEN || o->state == CM_RESOLVING ||
 		      o->state == CM_ADDR_RESOLVED || o->state == CM_ROUTE_RESOLVED))
 			continue;
 		if (o->v6 != self->v6 && !o->bound_any && !self->bound_any)
@@ -1101,6 +1140,7 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 	}
 	if (d)
 		id_set_dev(id, d);
+	id->tr_open = d && transport_open(a);
 	id->bound_any = is_any(a);
 	memcpy(id->laddr, a, 16);
 	id->lport = port;
@@ -1152,7 +1192,6 @@ static int route_source(const uint8_t dst[16], bool v6, uint8_t src[16])
 int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 			 struct sockaddr *dst_addr, int timeout_ms)
 {
-	(void)timeout_ms; /* resolution is local: the event is queued at once */
 	struct cm_id *id = id_lock(rid);
 	if (!id)
 		return -1;
@@ -1184,18 +1223,22 @@ int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 		err = route_source(dst, v6, src);
 	if (!err && (is_link_local(src) || is_link_local(dst)))
 		err = -EADDRNOTAVAIL;
-	struct cm_dev *d = err ? NULL : id->dev ? id->dev : dev_for_addr(src, CM_TR_NONE);
+	bool settled = id->dev && !id->tr_open;
+	struct cm_dev *d = err ? NULL : settled ? id->dev : dev_for_addr(src, CM_TR_NONE);
 	if (!err && !d)
 		err = -EADDRNOTAVAIL;
+	/* Which transport: asked of the peer when nothing here settled it (cm.h). UD and XRC
+	 * ids are RoCE's (iWARP has neither); a QP made on the bound id's device keeps it. */
+	bool ask =
+	    !err && !settled && id->id.qp_type == IBV_QPT_RC && !id->id.qp && transport_open(src);
 	if (err) {
 		cm_event_post(id, NULL, RDMA_CM_EVENT_ADDR_ERROR, err, NULL, NULL, 0);
 	} else {
-		id_set_dev(id, d);
 		memcpy(id->laddr, src, 16);
 		id->bound_any = false;
-		id->state = CM_ADDR_RESOLVED;
-		id_sync_route(id);
-		cm_event_post(id, NULL, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0);
+		if (!ask || cm_probe_start(id, dev_of(src, CM_TR_ROCE), dev_of(src, CM_TR_IWARP),
+					   cm_now(), timeout_ms) < 0)
+			cm_addr_resolved(id, d);
 	}
 	cm_unlock();
 	return sync_complete(id);
@@ -1259,6 +1302,13 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 		err = EINVAL;
 	if (err)
 		goto out;
+	if (!id->bound_any) {
+		/* Which transport (cm.h): settled now, or both. */
+		id->tr_open = transport_open(id->laddr);
+		struct cm_dev *d = dev_for_addr(id->laddr, CM_TR_NONE);
+		if (d && d != id->dev)
+			id_set_dev(id, d);
+	}
 	int lbl = backlog > 0 ? backlog : 0;
 	int r = io_tcp_listen(id->laddr, id->lport, lbl, NULL, &id->lis[0]);
 	if (r == 0) {
@@ -1273,8 +1323,9 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 			if (io_tcp_listen(any4, id->lport, lbl, NULL, &id->lis[1]) == 0)
 				id->nlis = 2;
 		}
-		/* RoCE (the device's, or any for a wildcard): the IB CM's REQs come as MADs. */
-		if (!id->dev || !id->dev->iwarp)
+		/* RoCE (the device's, both, or any for a wildcard): the IB CM's REQs come as
+		 * MADs. */
+		if (!id->dev || !id->dev->iwarp || id->tr_open)
 			r = cm_roce_listen(id);
 		if (r == 0)
 			r = cm_kick();
@@ -1797,12 +1848,30 @@ void cm_id_discard(struct cm_id *id)
 
 /* ---- incoming connections ---- */
 
+bool cm_listener_takes(const struct cm_id *lis, enum cm_transport tr, const uint8_t addr[16])
+{
+	if (lis->dev && !lis->tr_open)
+		return lis->tr == tr;
+	enum cm_transport pin = pinned_transport(addr);
+	return (pin == CM_TR_NONE || pin == tr) && dev_of(addr, tr);
+}
+
+void cm_addr_resolved(struct cm_id *id, struct cm_dev *d)
+{
+	id_set_dev(id, d);
+	id->tr_open = false;
+	id->state = CM_ADDR_RESOLVED;
+	id_sync_route(id);
+	cm_event_post(id, NULL, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0);
+}
+
 int cm_incoming_device(struct cm_id *id, enum cm_transport tr)
 {
 	struct cm_id *lis = id->listener;
-	if (lis && lis->dev)
-		return (lis->tr == tr) ? (id_set_dev(id, lis->dev), 0) : -EPROTOTYPE;
-	struct cm_dev *d = dev_for_addr(id->laddr, tr);
+	if (lis && !cm_listener_takes(lis, tr, id->laddr))
+		return lis->dev && !lis->tr_open ? -EPROTOTYPE : -ENODEV;
+	struct cm_dev *d =
+	    lis && lis->dev && !lis->tr_open ? lis->dev : dev_for_addr(id->laddr, tr);
 	if (!d)
 		return -ENODEV;
 	id_set_dev(id, d);
@@ -1917,7 +1986,9 @@ static bool incoming_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 			return true;
 		}
 		if (r <= 0) {
-			cm_count(CM_C_lost);
+			/* Closed before its first byte: most likely an active side asking which
+			 * transport we speak (cm_probe.c). */
+			cm_count(r == 0 && id->rx_len == 0 ? CM_C_probe_conns : CM_C_lost);
 			return false;
 		}
 		id->rx_len += (size_t)r;
@@ -2093,6 +2164,11 @@ static void pass(uint64_t now, uint64_t *wake)
 			pp = &id->next;
 			continue;
 		}
+		if (id->state == CM_RESOLVING) {
+			cm_probe_run(id, now, wake);
+			pp = &id->next;
+			continue;
+		}
 		if (id->state == CM_INCOMING && !incoming_run(id, now, wake)) {
 			if (id->state == CM_INCOMING) {
 				/* Never visible to the application: gone silently. */
@@ -2153,6 +2229,8 @@ static size_t pollset(void)
 		}
 		if (id->tcp && id->ev)
 			ok = ok && pfd_add(&n, io_tcp_fd(id->tcp), id->ev);
+		if (id->state == CM_RESOLVING && cm_probe_fd(id) >= 0)
+			ok = ok && pfd_add(&n, cm_probe_fd(id), POLLOUT);
 		if (id->watch_fd >= 0)
 			ok = ok && pfd_add(&n, id->watch_fd, POLLRDHUP);
 	}

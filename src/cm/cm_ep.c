@@ -251,7 +251,13 @@ int sr_rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 		struct ibv_qp_init_attr attr = *lis->ep_attr;
 		if (attr.qp_type == IBV_QPT_XRC_RECV)
 			event->id->qp_type = attr.qp_type;
-		ret = sr_rdma_create_qp(event->id, listen->pd, &attr);
+		/* The listener's PD, as librdmacm; but a listener that takes both transports
+		 * (cm.h "Which transport") has RoCE's default PD: an iWARP request gets its own
+		 * device's. */
+		struct ibv_pd *pd = listen->pd;
+		if (pd && pd->context != event->id->verbs && lis->dev && pd == lis->dev->pd)
+			pd = NULL;
+		ret = sr_rdma_create_qp(event->id, pd, &attr);
 		if (ret)
 			goto err;
 	}

@@ -835,10 +835,14 @@ static void test_garbage(void)
 
 /* --peer listen: listens, tells the port, waits for the request, says 'R', waits to die.
  * --peer connect PORT: connects (with a QP), says 'C', waits to die. Output: fd 1. */
+static int transport_peer(int argc, char **argv);
+
 static int peer_main(int argc, char **argv)
 {
 	if (argc < 3)
 		return 2;
+	if (!strncmp(argv[2], "tr-", 3))
+		return transport_peer(argc, argv);
 	const char *t = getenv("SOFTRDMA_TRANSPORT");
 	set_transport(t ? t : "roce");
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -1109,6 +1113,222 @@ static void test_wildcard(void)
 		set_transport(pairs[i][0]);
 		listener_free(&l);
 	}
+}
+
+/* ---- scenario: which transport, between two processes (cm.h "Which transport") ---- */
+
+/* A peer process for the transport choice: "tr-serve OPEN PORT DELAY" listens on
+ * 127.0.0.1:PORT (0: any) after DELAY ms, prints its port and accepts one connection;
+ * "tr-connect OPEN PORT" connects there. OPEN is a device the peer opens itself first with
+ * ibv_open_device (as perftest -d does), or "-"; its SOFTRDMA_TRANSPORT is the environment it
+ * was given. Each prints "D <device>" once connected, then waits to be killed. */
+static int transport_peer(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	if (strcmp(argv[3], "-")) {
+		int n;
+		struct ibv_device **l = ibv_get_device_list(&n);
+		for (int i = 0; l && i < n; i++)
+			if (!strcmp(ibv_get_device_name(l[i]), argv[3]) && !ibv_open_device(l[i]))
+				return 3;
+	}
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL, *lid = NULL;
+	struct rdma_cm_event *e;
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {4, 4, 1, 1, 0}};
+	struct sockaddr_storage a = addr_of("127.0.0.1", (uint16_t)atoi(argv[4]));
+	if (!ch || rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP))
+		return 4;
+	if (!strcmp(argv[2], "tr-serve")) {
+		usleep((useconds_t)(argc > 5 ? atoi(argv[5]) : 0) * 1000);
+		if (rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 1))
+			return 5;
+		dprintf(1, "%u\n", ntohs(rdma_get_src_port(lid)));
+		if (!(e = next_event(ch, 10000)) || e->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+			return 6;
+		id = e->id;
+		rdma_ack_cm_event(e);
+		if (rdma_create_qp(id, NULL, &qa) || rdma_accept(id, NULL))
+			return 7;
+	} else {
+		id = lid;
+		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) ||
+		    !(e = next_event(ch, 10000)) || e->event != RDMA_CM_EVENT_ADDR_RESOLVED)
+			return 5;
+		rdma_ack_cm_event(e);
+		if (rdma_resolve_route(id, 2000) || !(e = next_event(ch, 10000)) ||
+		    e->event != RDMA_CM_EVENT_ROUTE_RESOLVED)
+			return 6;
+		rdma_ack_cm_event(e);
+		if (rdma_create_qp(id, NULL, &qa) || rdma_connect(id, NULL))
+			return 7;
+	}
+	if (!(e = next_event(ch, 10000)) || e->event != RDMA_CM_EVENT_ESTABLISHED)
+		return 8;
+	dprintf(1, "D %s\n", ibv_get_device_name(id->verbs->device));
+	for (;;)
+		pause();
+}
+
+/* A peer of the transport choice with SOFTRDMA_TRANSPORT tr (NULL: none). */
+static pid_t spawn_tr_peer(const char *tr, const char *mode, const char *open, const char *port,
+			   const char *delay, int *out_fd)
+{
+	int p[2];
+	REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		if (tr)
+			setenv("SOFTRDMA_TRANSPORT", tr, 1);
+		else
+			unsetenv("SOFTRDMA_TRANSPORT");
+		execl(self_exe, self_exe, "--peer", mode, open, port, delay, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	*out_fd = p[0];
+	return pid;
+}
+
+static void sets_transport(const char *tr)
+{
+	if (tr)
+		setenv("SOFTRDMA_TRANSPORT", tr, 1);
+	else
+		unsetenv("SOFTRDMA_TRANSPORT");
+}
+
+static struct ibv_context *open_dev(const char *name)
+{
+	int n;
+	struct ibv_context *c = NULL;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	for (int i = 0; l && i < n && !c; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			c = ibv_open_device(l[i]);
+	ibv_free_device_list(l);
+	REQUIRE(c);
+	return c;
+}
+
+/* One connection between this process (SOFTRDMA_TRANSPORT tr, NULL: auto; having opened device
+ * `open` itself, or not) and a listening peer process (ptr, popen; late: it listens 80 ms
+ * after the request, perftest -R's race), in the direction `we_connect`. Both must end on
+ * device `want`; the active side, when it is this one, asks the peer (the counter `probe`
+ * moves by one) or does not (probe NULL: no probe at all). */
+static void choice(bool we_connect, const char *tr, const char *open, const char *ptr,
+		   const char *popen, bool late, const char *want, const char *probe)
+{
+	printf("  %s %s%s%s, %s %s%s%s%s: %s%s%s\n", we_connect ? "active" : "passive",
+	       tr ? tr : "auto", open ? " opened " : "", open ? open : "",
+	       we_connect ? "passive peer" : "active peer", ptr ? ptr : "auto",
+	       popen ? " opened " : "", popen ? popen : "", late ? " (late)" : "", want,
+	       probe ? ", " : "", probe ? probe : "");
+	sets_transport(tr);
+	struct ibv_context *mine = open ? open_dev(open) : NULL;
+	const char *names[] = {"probes", "probe_roce", "probe_iwarp", "probe_default"};
+	uint64_t before[4];
+	for (int i = 0; i < 4; i++)
+		before[i] = cm_counter(names[i]);
+	char line[64], port_s[16];
+	int fd;
+	pid_t pid;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *e;
+	struct side c = {0};
+	dev_name = want;
+	if (we_connect) {
+		uint16_t port = late ? free_port() : 0;
+		snprintf(port_s, sizeof(port_s), "%u", port);
+		pid = spawn_tr_peer(ptr, "tr-serve", popen ? popen : "-", port_s, late ? "80" : "0",
+				    &fd);
+		if (!late) {
+			REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS));
+			port = (uint16_t)atoi(line);
+		}
+		REQUIRE(ch = rdma_create_event_channel());
+		REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+		struct sockaddr_storage a = addr_of("127.0.0.1", port);
+		REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
+		expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "choice");
+		REQUIRE(rdma_resolve_route(id, 2000) == 0);
+		expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "choice");
+		side_setup(&c, id);
+		REQUIRE(rdma_connect(id, NULL) == 0);
+	} else {
+		struct listener l;
+		l.ch = rdma_create_event_channel();
+		REQUIRE(l.ch && rdma_create_id(l.ch, &l.id, NULL, RDMA_PS_TCP) == 0);
+		struct sockaddr_storage a = addr_of("127.0.0.1", 0);
+		REQUIRE(rdma_bind_addr(l.id, (struct sockaddr *)&a) == 0 &&
+			rdma_listen(l.id, 1) == 0);
+		snprintf(port_s, sizeof(port_s), "%u", ntohs(rdma_get_src_port(l.id)));
+		pid = spawn_tr_peer(ptr, "tr-connect", popen ? popen : "-", port_s, "0", &fd);
+		e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "choice");
+		id = e->id;
+		rdma_ack_cm_event(e);
+		side_setup(&c, id);
+		REQUIRE(rdma_accept(id, NULL) == 0);
+		rdma_destroy_id(l.id); /* the child stays */
+		ch = l.ch;
+	}
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, "choice");
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), want));
+	do /* (a late listener's port line first) */
+		REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS));
+	while (line[0] != 'D');
+	char peer_dev[32] = "";
+	if (sscanf(line, "D %31s", peer_dev) != 1 || strcmp(peer_dev, want))
+		fprintf(stderr, "  the peer says '%s'\n", line);
+	CHECK(!strcmp(peer_dev, want));
+	for (int i = 0; i < 4; i++) {
+		uint64_t d = cm_counter(names[i]) - before[i];
+		bool moves = probe && (i == 0 || !strcmp(names[i], probe));
+		if (d != (moves ? 1u : 0u))
+			fprintf(stderr, "  %s moved by %llu\n", names[i], (unsigned long long)d);
+		CHECK_EQ(d, moves ? 1 : 0);
+	}
+	kill_peer(pid);
+	close(fd);
+	side_free(&c);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	if (mine)
+		ibv_close_device(mine);
+}
+
+/* Where one address has both devices (127.0.0.1: roce_lo, iwarp_lo) the transport follows
+ * SOFTRDMA_TRANSPORT, else the device the program opened itself, else the peer: a listener
+ * takes both, an active side asks (RoCE if the peer's RoCE CM has the listener, iWARP if
+ * only TCP answers). Two processes each time, every direction; peers that speak one
+ * transport only; a listener that comes late. */
+static void test_transport_choice(void)
+{
+	printf("which transport: forced, the device opened, the peer's answer\n");
+	/* This side asks; the listener speaks one transport, or both. */
+	choice(true, NULL, NULL, "iwarp", NULL, false, "iwarp_lo", "probe_iwarp");
+	choice(true, NULL, NULL, "roce", NULL, false, "roce_lo", "probe_roce");
+	choice(true, NULL, NULL, NULL, NULL, false, "roce_lo", "probe_roce");
+	choice(true, NULL, NULL, NULL, "iwarp_lo", false, "iwarp_lo", "probe_iwarp");
+	choice(true, NULL, NULL, NULL, "roce_lo", false, "roce_lo", "probe_roce");
+	/* perftest -R against an iWARP-only server that listens a moment late. */
+	choice(true, NULL, NULL, "iwarp", NULL, true, "iwarp_lo", "probe_iwarp");
+	/* This side settled: no question. */
+	choice(true, "iwarp", NULL, NULL, NULL, false, "iwarp_lo", NULL);
+	choice(true, NULL, "iwarp_lo", NULL, NULL, false, "iwarp_lo", NULL);
+	choice(true, NULL, "roce_lo", NULL, NULL, false, "roce_lo", NULL);
+	/* This side listens on both: the active peer decides. */
+	choice(false, NULL, NULL, "iwarp", NULL, false, "iwarp_lo", NULL);
+	choice(false, NULL, NULL, "roce", NULL, false, "roce_lo", NULL);
+	choice(false, NULL, NULL, NULL, "iwarp_lo", false, "iwarp_lo", NULL);
+	choice(false, NULL, NULL, NULL, NULL, false, "roce_lo", NULL);
+	/* This listener opened iwarp_lo: iWARP only, and the asking peer finds that out. */
+	choice(false, NULL, "iwarp_lo", NULL, NULL, false, "iwarp_lo", NULL);
+	unsetenv("SOFTRDMA_TRANSPORT");
 }
 
 /* ---- scenario: the synchronous API (rdma_server / rdma_client) ---- */
@@ -2101,6 +2321,7 @@ int main(int argc, char **argv)
 	test_api();
 	test_stale_handles();
 	test_wildcard();
+	test_transport_choice();
 	static const char *const transports[] = {"roce", "iwarp"};
 	for (int i = 0; i < 2; i++) {
 		set_transport(transports[i]);
