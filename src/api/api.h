@@ -15,9 +15,12 @@
 #include "engine/eng.h"
 #include "obj/obj.h"
 
-#define SR_MAX_GID    16
-#define SR_MAX_QP_WR  16384
-#define SR_MAX_CQE    65536
+#define SR_MAX_GID   16
+#define SR_MAX_QP_WR 16384
+/* max_cqe + 1. libfabric's ofi_rxm sizes its MSG CQ (128 + 128) * FI_UNIVERSE_SIZE (1024 by
+ * default): 262144 entries (it was 65536: FI_UNIVERSE_SIZE=255 at most). The ring is allocated
+ * at create, but calloc's untouched pages cost no memory until completions reach them. */
+#define SR_MAX_CQE    (1 << 20)
 #define SR_MAX_MR     65536
 #define SR_ASYNC_RING 64
 #define SR_MAX_XSRQ   1024 /* XRC SRQs per context; their numbers are 1 .. SR_MAX_XSRQ - 1 */
