@@ -231,6 +231,15 @@ static bool is_any(const uint8_t a[16])
 	return !memcmp(a, zero, 16) || (is_mapped(a) && !memcmp(a + 12, zero, 4));
 }
 
+/* 127.0.0.0/8 and ::1. The kernel's rdma_cm counts them as wildcards (cma_any_addr): a bind
+ * to one takes no device (libfabric's verbs provider binds "localhost" and relies on that),
+ * and resolving the wildcard itself connects locally (cma_resolve_loopback). */
+static bool is_loopback(const uint8_t a[16])
+{
+	static const uint8_t one6[16] = {[15] = 1};
+	return (is_mapped(a) && a[12] == 127) || !memcmp(a, one6, 16);
+}
+
 /* sockaddr -> 16 bytes + port. -EAFNOSUPPORT for other families, -EINVAL for NULL. */
 static int sa_get(const struct sockaddr *sa, uint8_t a[16], uint16_t *port, bool *v6)
 {
@@ -1130,8 +1139,10 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 				port);
 		return EADDRINUSE;
 	}
+	/* A loopback address is bound as the kernel binds it: no device yet (is_loopback); each
+	 * connection gets the device of its own local address, as with a wildcard. */
 	struct cm_dev *d = NULL;
-	if (!is_any(a) && !(d = dev_for_addr(a, CM_TR_NONE)))
+	if (!is_any(a) && !is_loopback(a) && !(d = dev_for_addr(a, CM_TR_NONE)))
 		return EADDRNOTAVAIL;
 	if (!port) {
 		r = port_reserve(id, a, &port);
@@ -1211,6 +1222,16 @@ int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 	if (r < 0) {
 		cm_unlock();
 		return fail(-r);
+	}
+	/* The wildcard as destination: the kernel connects to the id's own device
+	 * (cma_resolve_loopback: dgid = sgid); here to the bound address, else loopback. */
+	if (is_any(dst)) {
+		static const uint8_t lo4[16] = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1};
+		static const uint8_t lo6[16] = {[15] = 1};
+		if (id->state == CM_BOUND && !id->bound_any)
+			memcpy(dst, id->laddr, 16);
+		else
+			memcpy(dst, v6 ? lo6 : lo4, 16);
 	}
 	memcpy(id->raddr, dst, 16);
 	id->rport = dport;
@@ -1302,7 +1323,7 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 		err = EINVAL;
 	if (err)
 		goto out;
-	if (!id->bound_any) {
+	if (!id->bound_any && !is_loopback(id->laddr)) {
 		/* Which transport (cm.h): settled now, or both. */
 		id->tr_open = transport_open(id->laddr);
 		struct cm_dev *d = dev_for_addr(id->laddr, CM_TR_NONE);

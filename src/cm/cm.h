@@ -16,7 +16,10 @@
  * rdma_bind_addr / rdma_resolve_addr pick the device whose GID table holds the local address
  * (127.0.0.1 -> roce_lo or iwarp_lo). A wildcard listener (0.0.0.0, ::) has no device: each
  * incoming connection gets the device of its local address and of the protocol the peer
- * speaks. id->verbs is one ibv_context per device and process, opened at the first need and
+ * speaks. A loopback address (127.0.0.0/8, ::1) binds like a wildcard, as the kernel's
+ * (cma_any_addr: libfabric's verbs provider binds "localhost" and expects no device), and the
+ * wildcard as a destination resolves to the bound address or loopback (cma_resolve_loopback).
+ * id->verbs is one ibv_context per device and process, opened at the first need and
  * shared (rdma_get_devices returns them); each has a default PD (id->pd).
  *
  * ---- Which transport (an address with both a RoCEv2 and an iWARP device) ----

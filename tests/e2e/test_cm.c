@@ -257,7 +257,7 @@ static void listen_ps(struct listener *l, const char *ip, enum rdma_port_space p
 	REQUIRE(rdma_create_id(l->ch, &l->id, l, ps) == 0);
 	struct sockaddr_storage a = addr_of(ip, 0);
 	REQUIRE(rdma_bind_addr(l->id, (struct sockaddr *)&a) == 0);
-	CHECK(l->id->verbs && !strcmp(ibv_get_device_name(l->id->verbs->device), dev_name));
+	CHECK(l->id->verbs == NULL); /* loopback: the kernel's wildcard, no device */
 	REQUIRE(rdma_listen(l->id, 4) == 0);
 	l->port = ntohs(rdma_get_src_port(l->id));
 	CHECK(l->port != 0);
@@ -1036,9 +1036,17 @@ connected:
 static struct rdma_cm_id *connect_as(const char *tr, const char *ip, uint16_t port,
 				     struct rdma_event_channel **ch, struct side *c)
 {
+	const char *was = getenv("SOFTRDMA_TRANSPORT");
+	char keep[16];
+	snprintf(keep, sizeof(keep), "%s", was ? was : "");
 	set_transport(tr);
 	struct rdma_cm_id *id = resolved_id(ch, ip, port);
 	side_setup(c, id);
+	/* The listener, in this same process, judges the request by its own environment. */
+	if (was)
+		setenv("SOFTRDMA_TRANSPORT", keep, 1);
+	else
+		unsetenv("SOFTRDMA_TRANSPORT");
 	REQUIRE(rdma_connect(id, NULL) == 0);
 	return id;
 }
@@ -1047,6 +1055,7 @@ static void test_wildcard(void)
 {
 	printf("wildcard listener (::) for both transports and both families; mismatches\n");
 	set_transport("roce");
+	unsetenv("SOFTRDMA_TRANSPORT"); /* the listener takes both */
 	struct listener l;
 	l.ch = rdma_create_event_channel();
 	REQUIRE(l.ch && rdma_create_id(l.ch, &l.id, NULL, RDMA_PS_TCP) == 0);
@@ -1928,8 +1937,48 @@ static void test_addrinfo(void)
 	CHECK_EQ(res->ai_family, AF_INET6);
 	CHECK_EQ(res->ai_src_len, sizeof(struct sockaddr_in6));
 	rdma_freeaddrinfo(res);
-	CHECK_EQ(rdma_getaddrinfo("no.such.host.invalid", "9", &hints, &res), EAI_NONAME);
+	/* Names too, as librdmacm's (getaddrinfo; libfabric asks for "localhost"), but not with
+	 * RAI_NUMERICHOST: EAI_NONAME, and errno says so (libfabric reports errno). */
+	REQUIRE(rdma_getaddrinfo("localhost", NULL, &hints, &res) == 0);
+	CHECK(res->ai_src_addr && (res->ai_family == AF_INET || res->ai_family == AF_INET6));
+	CHECK_EQ(res->ai_flags, RAI_PASSIVE);
+	rdma_freeaddrinfo(res);
+	hints.ai_flags = RAI_PASSIVE | RAI_NUMERICHOST;
+	errno = 0;
+	CHECK_EQ(rdma_getaddrinfo("localhost", "9", &hints, &res), EAI_NONAME);
+	CHECK_EQ(errno, ENOENT);
+	hints.ai_flags = RAI_PASSIVE;
 	CHECK_EQ(rdma_getaddrinfo("127.0.0.1", "port", &hints, &res), EAI_SERVICE);
+	hints.ai_family = AF_IB;
+	CHECK_EQ(rdma_getaddrinfo("127.0.0.1", "9", &hints, &res), EAI_FAMILY);
+	hints.ai_family = AF_UNSPEC;
+	errno = 0;
+	CHECK_EQ(rdma_getaddrinfo(NULL, NULL, NULL, &res), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* Active, by name, with a source address in the hints: both come back. */
+	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct rdma_addrinfo ah = {.ai_family = AF_INET,
+				   .ai_src_addr = (struct sockaddr *)&src,
+				   .ai_src_len = sizeof(src)};
+	REQUIRE(rdma_getaddrinfo("localhost", "7471", &ah, &res) == 0);
+	CHECK_EQ(res->ai_family, AF_INET);
+	CHECK_EQ(res->ai_flags, 0);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+	CHECK_EQ(res->ai_port_space, RDMA_PS_TCP);
+	REQUIRE(res->ai_dst_addr && res->ai_src_addr);
+	CHECK_EQ(((struct sockaddr_in *)res->ai_dst_addr)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	CHECK_EQ(ntohs(((struct sockaddr_in *)res->ai_dst_addr)->sin_port), 7471);
+	CHECK_EQ(res->ai_src_len, sizeof(src));
+	rdma_freeaddrinfo(res);
+	/* Neither node nor service: the hints' own addresses and types. */
+	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(9)};
+	ah.ai_dst_addr = (struct sockaddr *)&dst;
+	ah.ai_dst_len = sizeof(dst);
+	ah.ai_port_space = RDMA_PS_UDP;
+	REQUIRE(rdma_getaddrinfo(NULL, NULL, &ah, &res) == 0);
+	CHECK(res->ai_dst_addr && res->ai_src_addr && res->ai_port_space == RDMA_PS_UDP);
+	CHECK_MEM(res->ai_dst_addr, &dst, sizeof(dst));
+	rdma_freeaddrinfo(res);
 	hints.ai_port_space = RDMA_PS_UDP;
 	hints.ai_flags = 0;
 	REQUIRE(rdma_getaddrinfo("127.0.0.1", "9", &hints, &res) == 0);
@@ -2201,11 +2250,16 @@ static void test_api(void)
 	CHECK(e->status < 0);
 	rdma_ack_cm_event(e);
 	CHECK_EQ(rdma_resolve_route(id, 1000), -1); /* no address: EINVAL */
-	/* 127.0.0.1 is on roce_lo and iwarp_lo: SOFTRDMA_TRANSPORT decides. */
+	/* A loopback address binds as the kernel's wildcard (cma_any_addr): no device yet. */
 	a = addr_of("127.0.0.1", 0);
 	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
-	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "roce_lo"));
+	CHECK(id->verbs == NULL);
 	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), -1); /* bound already */
+	/* Resolved, 127.0.0.1 is on roce_lo and iwarp_lo: SOFTRDMA_TRANSPORT decides. */
+	a = addr_of("127.0.0.1", 9);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "loopback");
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "roce_lo"));
 	int n = 0;
 	struct ibv_context **devs = rdma_get_devices(&n);
 	REQUIRE(devs && n >= 2);
@@ -2218,8 +2272,17 @@ static void test_api(void)
 	CHECK_EQ(rdma_destroy_id(id), 0);
 	setenv("SOFTRDMA_TRANSPORT", "iwarp", 1);
 	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
-	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "loopback");
 	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "iwarp_lo"));
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	/* The wildcard as destination resolves locally (the kernel's cma_resolve_loopback). */
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	a = addr_of("0.0.0.0", 9);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "any");
+	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), "iwarp_lo"));
+	CHECK_EQ(id->route.addr.dst_sin.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
 	CHECK_EQ(rdma_destroy_id(id), 0);
 	set_transport("roce");
 	CHECK(!strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"));
