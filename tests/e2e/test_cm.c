@@ -1837,9 +1837,11 @@ static void *ud_sync_server_main(void *arg)
 	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP}, *res;
 	char port[16];
 	snprintf(port, sizeof(port), "%u", ss->port);
-	ss->state = -1;
-	if (rdma_getaddrinfo("127.0.0.1", port, &hints, &res))
+	/* (state stays 0 until listening or failed: the test waits while it is 0) */
+	if (rdma_getaddrinfo("127.0.0.1", port, &hints, &res)) {
+		ss->state = -1;
 		return NULL;
+	}
 	struct ibv_qp_init_attr attr = {
 	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
 	struct rdma_cm_id *lid, *id;
@@ -1860,6 +1862,8 @@ static void *ud_sync_server_main(void *arg)
 out_lid:
 	rdma_destroy_ep(lid);
 out:
+	if (ss->state == 0)
+		ss->state = -1;
 	rdma_freeaddrinfo(res);
 	return NULL;
 }

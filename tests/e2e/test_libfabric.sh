@@ -20,9 +20,11 @@ command -v fi_pingpong >/dev/null || { echo "SKIP: fi_pingpong not installed (li
 command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
 [ -x "$build/softrdma" ] && [ -e "$build/lib/librdmacm.so.1" ] || {
 	echo "FAIL: $build/softrdma or $build/lib/librdmacm.so.1 missing (build first)"; exit 1; }
+sanitized=
 if grep -q "SOFTRDMA_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
 	export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
 	export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+	sanitized=1
 fi
 nsa=srlfa$$ nsb=srlfb$$ va=srva$$ vb=srvb$$
 dir=$(mktemp -d)
@@ -94,8 +96,16 @@ run "RDM (ofi_rxm) over RoCEv2" RoCE "" "-e rdm -I 500 -S 4096" "-e rdm -I 500 -
 run "MSG over RoCEv2, 64 KiB" RoCE "" "-e msg -I 100 -S 65536" "-e msg -I 100 -S 65536"
 run "MSG over iWARP" iWARP "--transport iwarp" "-e msg -d iwarp_$va -I 500 -S 4096" \
 	"-e msg -d iwarp_$vb -I 500 -S 4096"
-run "RDM (ofi_rxm) over iWARP" iWARP "--transport iwarp" "-e rdm -d iwarp_$va -I 500 -S 4096" \
-	"-e rdm -d iwarp_$vb -I 500 -S 4096"
+# Not in a sanitizer build: there, about one run in three, the server's ofi_rxm crashes in
+# fi_close after its run (SIGSEGV in rxm's receive repost on a MSG endpoint it has closed: a
+# receive completed before the close is still in the CQ, as verbs allows; mlx5 removes a
+# destroyed QP's completions, siw and rxe do not) or, with them removed, waits forever.
+if [ -z "$sanitized" ]; then
+	run "RDM (ofi_rxm) over iWARP" iWARP "--transport iwarp" \
+		"-e rdm -d iwarp_$va -I 500 -S 4096" "-e rdm -d iwarp_$vb -I 500 -S 4096"
+else
+	echo "skip RDM (ofi_rxm) over iWARP in a sanitizer build: libfabric 1.17's rxm teardown race"
+fi
 run "DGRAM (verbs UD) over RoCEv2" - "" "-e dgram -d roce_$va-dgram -I 500 -S 1024" \
 	"-e dgram -d roce_$vb-dgram -I 500 -S 1024"
 [ $fail -eq 0 ]
