@@ -2104,10 +2104,13 @@ static void calls_on_stale_id(struct rdma_cm_id *id, const char *what)
 	STALE(rdma_create_srq(id, NULL, &sa));
 	STALE(rdma_init_qp_attr(id, &attr, &mask));
 	STALE(rdma_get_request(id, &child));
+	struct ibv_ece ece = {.vendor_id = 1};
+	STALE(rdma_set_local_ece(id, &ece));
+	STALE(rdma_get_remote_ece(id, &ece));
 	STALE(rdma_destroy_id(id));
 #undef STALE
 	CHECK_EQ(bad, 0);
-	CHECK_EQ(n, 17);
+	CHECK_EQ(n, 19);
 	CHECK_EQ(rdma_get_src_port(id), 0);
 	CHECK_EQ(rdma_get_dst_port(id), 0);
 	rdma_destroy_qp(id); /* void: nothing happens */
