@@ -1139,13 +1139,20 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 				port);
 		return EADDRINUSE;
 	}
-	/* A loopback address is bound as the kernel binds it: no device yet (is_loopback); each
-	 * connection gets the device of its own local address, as with a wildcard. */
+	/* A loopback address softrdma has no device for (lo down in a network namespace,
+	 * 127.0.0.2) is bound as the kernel binds every loopback address: as a wildcard, no
+	 * device (is_loopback). One it has (127.0.0.1 on roce_lo / iwarp_lo) is an address of
+	 * those devices: programs bind it and use id->verbs (pyverbs' rdma_cm tests on lo). */
 	struct cm_dev *d = NULL;
-	if (!is_any(a) && !is_loopback(a) && !(d = dev_for_addr(a, CM_TR_NONE)))
+	if (!is_any(a) && !(d = dev_for_addr(a, CM_TR_NONE)) && !is_loopback(a))
 		return EADDRNOTAVAIL;
 	if (!port) {
+		/* A loopback address may not be up (lo down): the port is reserved on the
+		 * wildcard then (rdma_cm's ports are its own, not the interface's). */
+		static const uint8_t any4[16] = {[10] = 0xff, [11] = 0xff}, any6[16];
 		r = port_reserve(id, a, &port);
+		if (r == -EADDRNOTAVAIL && !d && is_loopback(a))
+			r = port_reserve(id, v6 ? any6 : any4, &port);
 		if (r < 0)
 			return -r;
 	}
@@ -1323,7 +1330,7 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 		err = EINVAL;
 	if (err)
 		goto out;
-	if (!id->bound_any && !is_loopback(id->laddr)) {
+	if (!id->bound_any && id->dev) {
 		/* Which transport (cm.h): settled now, or both. */
 		id->tr_open = transport_open(id->laddr);
 		struct cm_dev *d = dev_for_addr(id->laddr, CM_TR_NONE);

@@ -16,8 +16,9 @@
  * rdma_bind_addr / rdma_resolve_addr pick the device whose GID table holds the local address
  * (127.0.0.1 -> roce_lo or iwarp_lo). A wildcard listener (0.0.0.0, ::) has no device: each
  * incoming connection gets the device of its local address and of the protocol the peer
- * speaks. A loopback address (127.0.0.0/8, ::1) binds like a wildcard, as the kernel's
- * (cma_any_addr: libfabric's verbs provider binds "localhost" and expects no device), and the
+ * speaks. A loopback address no device has (lo down, 127.0.0.2) binds like a wildcard, as the
+ * kernel binds every loopback address (cma_any_addr: libfabric's verbs provider binds
+ * "localhost" and expects no device); 127.0.0.1 with lo up is roce_lo's / iwarp_lo's. The
  * wildcard as a destination resolves to the bound address or loopback (cma_resolve_loopback).
  * id->verbs is one ibv_context per device and process, opened at the first need and
  * shared (rdma_get_devices returns them); each has a default PD (id->pd).
