@@ -14,8 +14,9 @@
  *   iWARP  a TCP connection to the destination port, closed as soon as it is accepted, before
  *          any byte (siw drops it; softrdma counts probe_conns).
  * The rule: RoCE when its CM knows a listener (so a peer that takes both gets RoCE, the
- * default); else iWARP when the TCP connection was accepted and RoCE said "nobody" or said
- * nothing within CM_PROBE_ROCE_WAIT_NS (a host without RoCE drops the MAD); when RoCE says
+ * default); else iWARP when the TCP connection was accepted and RoCE, asked (again) after
+ * that, said "nobody" or nothing within CM_PROBE_ROCE_WAIT_NS (a host without RoCE drops the
+ * MAD); when RoCE says
  * "nobody" and TCP is refused, both are asked again every CM_REFUSED_STEP_NS for
  * CM_REFUSED_RETRY_NS (a server about to listen: perftest -R), then RoCE; TCP refused and
  * RoCE silent for CM_PROBE_ROCE_WAIT_NS, or no decision by the deadline (the resolve's
@@ -36,13 +37,13 @@
 
 struct cm_probe {
 	struct cm_dev *roce, *iwarp;
-	uint32_t req_id;
-	uint64_t tid;
+	uint32_t req_id;	 /* of the question outstanding */
 	int sidr;		 /* the SIDR_REP's status, or -1: none yet */
 	struct io_tcp_conn *tcp; /* the TCP connection being made */
 	int tcp_result;		 /* 1 accepted, -1 refused (or failed), 0 not known yet */
 	uint64_t tcp_at;	 /* when it was accepted or refused */
 	uint64_t resend_at, resend_step, retry_at, refused_until, deadline;
+	struct cm_mad m; /* the SIDR_REQ: local_id (the Request ID) and TID change per question */
 	uint8_t mad[CM_MAD_LEN];
 };
 
@@ -64,15 +65,34 @@ static int send_sidr(struct cm_id *id)
 	return r;
 }
 
+/* The RoCE question (again), under a new Request ID: an answer to an earlier one matches
+ * nothing any more (cm_probe_sidr_rep). 0 or a negative errno. */
+static int ask_roce(struct cm_id *id, uint64_t now)
+{
+	struct cm_probe *p = id->probe;
+	int r = cm_new_comm_id(&p->req_id); /* the reply is routed to us by it */
+	if (r < 0)
+		return r;
+	uint32_t hi = 0;
+	if (getrandom(&hi, sizeof(hi), GRND_NONBLOCK) != (ssize_t)sizeof(hi))
+		hi = cm_random_psn();
+	p->m.tid = (uint64_t)hi << 32 | p->req_id;
+	p->m.local_id = p->req_id;
+	if (cm_mad_build(&p->m, p->mad) != CM_MAD_LEN)
+		return -EINVAL;
+	p->sidr = -1;
+	p->resend_step = CM_PROBE_RESEND_NS;
+	p->resend_at = now + p->resend_step;
+	send_sidr(id);
+	return 0;
+}
+
 /* Both questions (again): the SIDR_REQ and a TCP connection. */
 static void ask(struct cm_id *id, uint64_t now)
 {
 	struct cm_probe *p = id->probe;
-	p->sidr = -1;
 	p->tcp_result = 0;
-	p->resend_step = CM_PROBE_RESEND_NS;
-	p->resend_at = now + p->resend_step;
-	send_sidr(id);
+	ask_roce(id, now);
 	if (io_tcp_connect(NULL, 0, id->raddr, id->rport, NULL, &p->tcp) < 0) {
 		p->tcp = NULL;
 		p->tcp_result = -1;
@@ -88,28 +108,17 @@ int cm_probe_start(struct cm_id *id, struct cm_dev *roce, struct cm_dev *iwarp, 
 	struct cm_probe *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	int r = cm_new_comm_id(&p->req_id); /* the reply is routed to us by it */
-	if (r < 0) {
-		free(p);
-		return r;
-	}
-	uint32_t hi = 0;
-	if (getrandom(&hi, sizeof(hi), GRND_NONBLOCK) != (ssize_t)sizeof(hi))
-		hi = cm_random_psn();
-	p->tid = (uint64_t)hi << 32 | p->req_id;
+	int r;
 	p->roce = roce;
 	p->iwarp = iwarp;
-	struct cm_mad m;
-	memset(&m, 0, sizeof(m));
-	m.attr = CM_ATTR_SIDR_REQ;
-	m.tid = p->tid;
-	m.local_id = p->req_id;
-	m.pkey = 0xFFFF;
-	m.service_id = (uint64_t)id->id.ps << 16 | id->rport; /* cma_get_service_id */
+	struct cm_mad *m = &p->m;
+	m->attr = CM_ATTR_SIDR_REQ;
+	m->pkey = 0xFFFF;
+	m->service_id = (uint64_t)id->id.ps << 16 | id->rport; /* cma_get_service_id */
 	struct cm_cma_hdr h = {.ipv6 = !mapped(id->laddr), .sport = id->lport};
 	memcpy(h.src, id->laddr, 16);
 	memcpy(h.dst, id->raddr, 16);
-	if (cm_cma_hdr_build(&h, m.pd) < 0 || cm_mad_build(&m, p->mad) != CM_MAD_LEN) {
+	if (cm_cma_hdr_build(&h, m->pd) < 0) {
 		free(p);
 		return -EINVAL;
 	}
@@ -170,6 +179,12 @@ static void tcp_check(struct cm_id *id, uint64_t now)
 	p->tcp = NULL;
 	p->tcp_result = e == 0 ? 1 : -1;
 	p->tcp_at = now;
+	if (e == 0 && (p->sidr < 0 || p->sidr == CM_SIDR_UNSUPPORTED)) {
+		/* RoCE's "nobody" so far may be older than the listener TCP just found (every
+		 * softrdma listener takes its TCP port, RoCE-only ones too; qperf sends its port
+		 * before it listens): asked again, iWARP only if still nobody. */
+		ask_roce(id, now);
+	}
 }
 
 static void decide(struct cm_id *id, enum cm_counter why, struct cm_dev *d)

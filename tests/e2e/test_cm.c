@@ -1310,6 +1310,54 @@ static void choice(bool we_connect, const char *tr, const char *open, const char
 		ibv_close_device(mine);
 }
 
+/* The listener comes between the probe's two answers (qperf sends its port before it
+ * listens): RoCE says "nobody", then TCP is accepted (every softrdma listener takes its TCP
+ * port, RoCE-only ones too). RoCE is asked again, under a new Request ID, and now knows the
+ * listener: RoCE, not iWARP. Played with a TCP socket and the service ID's endpoint. */
+static void test_probe_race(void)
+{
+	printf("  a RoCE listener that comes between the probe's answers\n");
+	unsetenv("SOFTRDMA_TRANSPORT");
+	uint16_t port;
+	int tfd = raw_listener(&port);
+	int sfd = fake_listen(RDMA_PS_TCP, port);
+	uint64_t roce = cm_counter("probe_roce");
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	REQUIRE(ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	struct sockaddr_storage a = addr_of("127.0.0.1", port);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
+	struct gsi_frame f;
+	struct cm_mad m;
+	uint32_t first = 0;
+	int n = 0;
+	struct rdma_cm_event *e = NULL;
+	for (int i = 0; i < 40 && !e; i++) {
+		if (fake_recv(sfd, &f, &m, 50) && m.attr == CM_ATTR_SIDR_REQ) {
+			struct cm_mad rep = {
+			    .attr = CM_ATTR_SIDR_REP, .tid = m.tid, .local_id = m.local_id};
+			rep.sidr_status = n++ == 0 ? CM_SIDR_UNSUPPORTED : CM_SIDR_REJECT;
+			if (n == 1)
+				first = m.local_id;
+			else
+				CHECK(m.local_id != first); /* a new question */
+			fake_answer(&f, &rep);
+		}
+		e = next_event(ch, 0);
+	}
+	if (!e)
+		e = next_event(ch, WAIT_MS);
+	REQUIRE(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(e);
+	CHECK(n >= 2);
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "roce_lo"));
+	CHECK_EQ(cm_counter("probe_roce"), roce + 1);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+	close(sfd);
+	close(tfd);
+}
+
 /* Where one address has both devices (127.0.0.1: roce_lo, iwarp_lo) the transport follows
  * SOFTRDMA_TRANSPORT, else the device the program opened itself, else the peer: a listener
  * takes both, an active side asks (RoCE if the peer's RoCE CM has the listener, iWARP if
@@ -1337,6 +1385,7 @@ static void test_transport_choice(void)
 	choice(false, NULL, NULL, NULL, NULL, false, "roce_lo", NULL);
 	/* This listener opened iwarp_lo: iWARP only, and the asking peer finds that out. */
 	choice(false, NULL, "iwarp_lo", NULL, NULL, false, "iwarp_lo", NULL);
+	test_probe_race();
 	unsetenv("SOFTRDMA_TRANSPORT");
 }
 

@@ -57,7 +57,7 @@ run() {
 	srv=
 	if [ $rc -ne 0 ]; then
 		bad "$tr: qperf client exit $rc"
-		tail -5 "$dir/cli" "$dir/cli.err" "$dir/srv"
+		tail -n 5 "$dir/cli" "$dir/cli.err" "$dir/srv"
 		return
 	fi
 	local other=RoCE
