@@ -2258,8 +2258,6 @@ static size_t pollset(void)
 		}
 		if (id->tcp && id->ev)
 			ok = ok && pfd_add(&n, io_tcp_fd(id->tcp), id->ev);
-		if (id->state == CM_RESOLVING && cm_probe_fd(id) >= 0)
-			ok = ok && pfd_add(&n, cm_probe_fd(id), POLLOUT);
 		if (id->watch_fd >= 0)
 			ok = ok && pfd_add(&n, id->watch_fd, POLLRDHUP);
 	}

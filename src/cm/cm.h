@@ -467,17 +467,15 @@ bool cm_listener_takes(const struct cm_id *lis, enum cm_transport tr, const uint
 void cm_addr_resolved(struct cm_id *id, struct cm_dev *d);
 
 /* ---- cm_probe.c: which transport the peer speaks (an active id in CM_RESOLVING) ---- */
-/* Asks the peer of id (raddr / rport; laddr its source) over roce and iwarp, the devices of
- * laddr; the id goes to CM_RESOLVING. 0, or a negative errno (nothing asked). */
+/* Asks the peer of id (raddr / rport; laddr its source) through roce which of roce and iwarp, the
+ * devices of laddr; the id goes to CM_RESOLVING. 0, or a negative errno (nothing asked). */
 int cm_probe_start(struct cm_id *id, struct cm_dev *roce, struct cm_dev *iwarp, uint64_t now,
 		   int timeout_ms);
 /* The CM thread: answers, resends, the decision (cm_addr_resolved). */
 void cm_probe_run(struct cm_id *id, uint64_t now, uint64_t *wake);
-/* The TCP socket the probe waits on (POLLOUT), or -1. */
-int cm_probe_fd(const struct cm_id *id);
 /* A SIDR_REP from src for request req_id: true if it answered a probe. */
 bool cm_probe_sidr_rep(uint32_t req_id, const uint8_t src[16], uint8_t status, uint64_t now);
-/* Ends the probe, if any (rdma_destroy_id). atfork: only closes its socket. */
+/* Ends the probe, if any (rdma_destroy_id; atfork: in a fork's child). */
 void cm_probe_free(struct cm_id *id, bool atfork);
 /* Starts QP1 on every RoCE device (a wildcard listener). */
 void cm_gsi_start_all(void);

@@ -23,19 +23,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
-#define CM_PROBE_ROCE_WAIT_NS 100000000ull  /* RoCE's answer, once TCP was accepted */
+#define CM_PROBE_ROCE_WAIT_NS 100000000ull  /* RoCE's answer to one question */
 #define CM_PROBE_RESEND_NS    50000000ull   /* the SIDR_REQ again (doubling) */
 #define CM_PROBE_MAX_NS	      3000000000ull /* the longest a resolve asks */
 
 struct cm_probe {
 	struct cm_dev *roce, *iwarp;
-	uint32_t req_id;	 /* of the question outstanding */
-	int sidr;		 /* the SIDR_REP's status, or -1: none yet */
-	struct io_tcp_conn *tcp; /* the TCP connection being made */
-	int tcp_result;		 /* 1 accepted, -1 refused (or failed), 0 not known yet */
-	uint64_t tcp_at;	 /* when it was accepted or refused */
+	uint32_t req_id;   /* of the question outstanding */
+	int sidr;	   /* the SIDR_REP's status, or -1: none yet */
+	uint64_t asked_at; /* when the question outstanding was asked */
 	uint64_t resend_at, resend_step, retry_at, refused_until, deadline;
 	struct cm_mad m; /* the SIDR_REQ: local_id (the Request ID) and TID change per question */
 	uint8_t mad[CM_MAD_LEN];
@@ -81,18 +78,13 @@ static int ask_roce(struct cm_id *id, uint64_t now)
 	return 0;
 }
 
-/* The question (again). iWARP is not asked: a TCP connection that is accepted and closed
- * before any byte hung Linux 6.1's siw (the lab's guest stopped answering after one; its
- * listener refused the real connection before that). So the TCP side counts as "no answer"
- * from the start, and the rules below read RoCE's answer alone: a listener there: RoCE;
- * "nobody" or silence, asked again for CM_REFUSED_RETRY_NS: iWARP. */
+/* The question (again). iWARP is not asked: a TCP connection accepted and closed before any
+ * byte hung Linux 6.1's siw (the lab's guest stopped answering after one; its listener
+ * refused the real connection before that), so RoCE's answer alone decides. */
 static void ask(struct cm_id *id, uint64_t now)
 {
-	struct cm_probe *p = id->probe;
+	id->probe->asked_at = now;
 	ask_roce(id, now);
-	p->tcp = NULL;
-	p->tcp_result = -1;
-	p->tcp_at = now;
 }
 
 int cm_probe_start(struct cm_id *id, struct cm_dev *roce, struct cm_dev *iwarp, uint64_t now,
@@ -134,52 +126,9 @@ int cm_probe_start(struct cm_id *id, struct cm_dev *roce, struct cm_dev *iwarp, 
 
 void cm_probe_free(struct cm_id *id, bool atfork)
 {
-	struct cm_probe *p = id->probe;
-	if (!p)
-		return;
-	if (p->tcp) {
-		if (atfork) {
-			close(io_tcp_fd(p->tcp));
-			return; /* the parent's: leaked, as the rest of the CM */
-		}
-		io_tcp_close(p->tcp);
-		cm_kick(); /* the thread's poll may hold the socket */
-	}
-	free(p);
+	(void)atfork; /* nothing but memory */
+	free(id->probe);
 	id->probe = NULL;
-}
-
-int cm_probe_fd(const struct cm_id *id)
-{
-	return id->probe && id->probe->tcp ? io_tcp_fd(id->probe->tcp) : -1;
-}
-
-/* The TCP question: answered when the connection is accepted or refused. */
-static void tcp_check(struct cm_id *id, uint64_t now)
-{
-	struct cm_probe *p = id->probe;
-	if (!p->tcp)
-		return;
-	int e = io_tcp_connect_done(p->tcp);
-	if (e == -EINPROGRESS)
-		return;
-	uint8_t a[16], pa[16];
-	uint16_t lp, pp;
-	/* TCP's simultaneous open with itself (the source port it picked was the destination,
-	 * nobody listening there) is a refusal (as in cm.c id_run). */
-	if (e == 0 && io_tcp_local(p->tcp, a, &lp) == 0 && io_tcp_peer(p->tcp, pa, &pp) == 0 &&
-	    lp == pp && !memcmp(a, pa, 16))
-		e = -ECONNREFUSED;
-	io_tcp_close(p->tcp); /* before any byte: the listener drops it */
-	p->tcp = NULL;
-	p->tcp_result = e == 0 ? 1 : -1;
-	p->tcp_at = now;
-	if (e == 0 && (p->sidr < 0 || p->sidr == CM_SIDR_UNSUPPORTED)) {
-		/* RoCE's "nobody" so far may be older than the listener TCP just found (every
-		 * softrdma listener takes its TCP port, RoCE-only ones too; qperf sends its port
-		 * before it listens): asked again, iWARP only if still nobody. */
-		ask_roce(id, now);
-	}
 }
 
 static void decide(struct cm_id *id, enum cm_counter why, struct cm_dev *d)
@@ -208,29 +157,15 @@ void cm_probe_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 		cm_count(CM_C_refused_retries);
 		ask(id, now);
 	}
-	tcp_check(id, now);
 	if (p->sidr >= 0 && p->sidr != CM_SIDR_UNSUPPORTED)
 		return decide(id, CM_C_probe_roce, p->roce);
-	bool roce_late = p->sidr < 0 && p->tcp_result && now >= p->tcp_at + CM_PROBE_ROCE_WAIT_NS;
-	if (p->tcp_result > 0 && (p->sidr == CM_SIDR_UNSUPPORTED || roce_late))
-		return decide(id, CM_C_probe_iwarp, p->iwarp);
-	/* TCP refused and RoCE silent: the host is there (it refused) and has no RoCE CM on that
-	 * address (one answers a SIDR request for nobody by itself: status 1), so an iWARP peer
-	 * whose listener is not up yet (siw's rping server a moment after start): asked again
-	 * for CM_REFUSED_RETRY_NS, then iWARP (rdma_connect, refused, tries again as long). */
-	if (roce_late && p->tcp_result < 0) {
-		if (now >= p->refused_until)
-			return decide(id, CM_C_probe_iwarp, p->iwarp);
-		p->retry_at = now + CM_REFUSED_STEP_NS;
-		if (p->retry_at < *wake)
-			*wake = p->retry_at;
-		return;
-	}
 	if (now >= p->deadline)
 		return decide(id, CM_C_probe_default, p->roce);
-	if (p->sidr == CM_SIDR_UNSUPPORTED && p->tcp_result < 0) {
-		/* The peer's RoCE CM knows no listener: an iWARP one, or none yet (rdma_connect,
-		 * refused, tries again for as long). */
+	/* "Nobody", or no RoCE CM on that address (silence: a siw-only host): an iWARP listener,
+	 * or none yet; asked again until refused_until, then iWARP (rdma_connect, refused,
+	 * tries again as long). */
+	bool silent = p->sidr < 0 && now >= p->asked_at + CM_PROBE_ROCE_WAIT_NS;
+	if (p->sidr == CM_SIDR_UNSUPPORTED || silent) {
 		if (now >= p->refused_until)
 			return decide(id, CM_C_probe_iwarp, p->iwarp);
 		p->retry_at = now + CM_REFUSED_STEP_NS;
@@ -238,17 +173,17 @@ void cm_probe_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 			*wake = p->retry_at;
 		return;
 	}
-	if (p->sidr < 0 && now >= p->resend_at) {
+	if (now >= p->resend_at) {
 		cm_count(CM_C_mad_resends);
 		send_sidr(id);
 		p->resend_step *= 2;
 		p->resend_at = now + p->resend_step;
 	}
 	uint64_t next = p->deadline;
-	if (p->sidr < 0 && p->resend_at < next)
+	if (p->resend_at < next)
 		next = p->resend_at;
-	if (p->sidr < 0 && p->tcp_result && p->tcp_at + CM_PROBE_ROCE_WAIT_NS < next)
-		next = p->tcp_at + CM_PROBE_ROCE_WAIT_NS;
+	if (p->asked_at + CM_PROBE_ROCE_WAIT_NS < next)
+		next = p->asked_at + CM_PROBE_ROCE_WAIT_NS;
 	if (next < *wake)
 		*wake = next;
 }
