@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev tshark clang clang-format
 	libclang-rt-14-dev valgrind iproute2 ibverbs-utils perftest rdmacm-utils chromium
-	python3-pyverbs infiniband-diags ucx-utils openmpi-bin libopenmpi-dev)
+	python3-pyverbs infiniband-diags ucx-utils openmpi-bin libopenmpi-dev qperf
+	libfabric1 libfabric-bin)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -15,9 +15,12 @@
 #include "engine/eng.h"
 #include "obj/obj.h"
 
-#define SR_MAX_GID    16
-#define SR_MAX_QP_WR  16384
-#define SR_MAX_CQE    65536
+#define SR_MAX_GID   16
+#define SR_MAX_QP_WR 16384
+/* max_cqe + 1. libfabric's ofi_rxm sizes its MSG CQ (128 + 128) * FI_UNIVERSE_SIZE (1024 by
+ * default): 262144 entries (it was 65536: FI_UNIVERSE_SIZE=255 at most). The ring is allocated
+ * at create, but calloc's untouched pages cost no memory until completions reach them. */
+#define SR_MAX_CQE    (1 << 20)
 #define SR_MAX_MR     65536
 #define SR_MAX_MW     4097 /* window slots: 4096 windows per context, as rxe's RXE_MAX_MW */
 #define SR_ASYNC_RING 64
@@ -33,6 +36,9 @@ struct sr_device {
 	int ngid;
 	int first_v4; /* index of the first IPv4-mapped GID, -1 if none */
 	bool iwarp;   /* iwarp_<ifname>: RDMAP/DDP/MPA over TCP (iw_verbs.c) */
+	/* Contexts of it the application opened itself (not rdma_cm's own, sr_cm_open_device):
+	 * rdma_cm follows that choice of transport (cm.h "Which transport"). Atomic. */
+	int app_opens;
 	struct sr_device *next;
 };
 
@@ -58,7 +64,11 @@ struct sr_context {
 	 * XRC domains. */
 	struct sr_srq *xsrq[SR_MAX_XSRQ];
 	struct sr_xrcd *xrcds;
+	bool app; /* opened by the application (counted in dev->app_opens) */
 };
+
+/* Set by rdma_cm around its own ibv_open_device (cm_glue.c): not the application's open. */
+extern __thread bool sr_cm_opening;
 
 /* An XRC domain (xrc.c). Domains are per device context: opening the same file (fd) again in
  * the same context gives the same domain (reference counted), other contexts and processes get

@@ -73,6 +73,19 @@ int sr_cm_gsi_send(struct ibv_context *context, const struct gsi_frame *f)
 	return r;
 }
 
+struct ibv_context *sr_cm_open_device(struct ibv_device *device)
+{
+	sr_cm_opening = true;
+	struct ibv_context *c = ibv_open_device(device);
+	sr_cm_opening = false;
+	return c;
+}
+
+bool sr_cm_app_opened(struct ibv_device *device)
+{
+	return __atomic_load_n(&((struct sr_device *)device)->app_opens, __ATOMIC_RELAXED) > 0;
+}
+
 uint64_t sr_cm_node_guid(struct ibv_context *context)
 {
 	return be64toh(sr_ctx(context)->dev->guid);

@@ -435,6 +435,8 @@ int ibv_get_pkey_index(struct ibv_context *context, uint8_t port, __be16 pkey)
 /* Defined in verbs.c: the ibv_context_ops slots. */
 void sr_fill_ops(struct sr_context *ctx);
 
+__thread bool sr_cm_opening;
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct sr_device *dev = (struct sr_device *)device;
@@ -509,6 +511,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 			goto close_pipe;
 		}
 	}
+	ctx->app = !sr_cm_opening;
+	if (ctx->app)
+		__atomic_add_fetch(&dev->app_opens, 1, __ATOMIC_RELAXED);
 	return ic;
 
 close_pipe:
@@ -534,6 +539,8 @@ int ibv_close_device(struct ibv_context *context)
 	}
 	if (ctx->iwp)
 		sr_iw_close(ctx);
+	if (ctx->app)
+		__atomic_sub_fetch(&ctx->dev->app_opens, 1, __ATOMIC_RELAXED);
 	core_ctx_destroy(ctx->core);
 	if (context->cmd_fd >= 0)
 		close(context->cmd_fd);

@@ -42,6 +42,9 @@ static struct {
 	int gsi_fd;
 	uint16_t tag, seq;
 	pid_t pid; /* the process the ids belong to (a fork child's exit leaves them alone) */
+	struct cm_event *out;	     /* events handed out, not yet acked */
+	void *graves[CM_QUARANTINE]; /* freed ids and channels, zeroed (cm.h) */
+	unsigned ngraves;
 } cm = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -138,6 +141,15 @@ static void note_once(bool *said, const char *what)
 	}
 }
 
+/* Frees an id's or a channel's memory after CM_QUARANTINE more such frees (cm.h). */
+static void bury(void *p, size_t size)
+{
+	memset(p, 0, size);
+	unsigned i = cm.ngraves++ % CM_QUARANTINE;
+	free(cm.graves[i]);
+	cm.graves[i] = p;
+}
+
 /* ---- fork: the child starts with an empty CM (the parent's sockets and thread are not its) */
 
 static void atfork_prepare(void)
@@ -162,6 +174,9 @@ static void atfork_child(void)
 			close(id->watch_fd);
 		if (id->sid_fd >= 0)
 			close(id->sid_fd);
+		if (id->resv_fd >= 0)
+			close(id->resv_fd);
+		cm_probe_free(id, true);
 	}
 	if (cm.gsi_fd >= 0)
 		close(cm.gsi_fd);
@@ -216,6 +231,15 @@ static bool is_any(const uint8_t a[16])
 	return !memcmp(a, zero, 16) || (is_mapped(a) && !memcmp(a + 12, zero, 4));
 }
 
+/* 127.0.0.0/8 and ::1. The kernel's rdma_cm counts them as wildcards (cma_any_addr): a bind
+ * to one takes no device (libfabric's verbs provider binds "localhost" and relies on that),
+ * and resolving the wildcard itself connects locally (cma_resolve_loopback). */
+static bool is_loopback(const uint8_t a[16])
+{
+	static const uint8_t one6[16] = {[15] = 1};
+	return (is_mapped(a) && a[12] == 127) || !memcmp(a, one6, 16);
+}
+
 /* sockaddr -> 16 bytes + port. -EAFNOSUPPORT for other families, -EINVAL for NULL. */
 static int sa_get(const struct sockaddr *sa, uint8_t a[16], uint16_t *port, bool *v6)
 {
@@ -268,6 +292,46 @@ static void id_sync_route(struct cm_id *id)
 	ra->addr.ibaddr.pkey = htobe16(0xFFFF);
 }
 
+/* rdma_bind_addr to port 0: a port now, as the kernel's cma_alloc_any_port (cm.h resv_fd). A
+ * TCP socket with SO_REUSEADDR bound to (a, 0) holds it; rdma_listen's listener and an iWARP
+ * connect bind the same port next to it (both SO_REUSEADDR, neither listening) and the hold
+ * ends. 0 or a negative errno. */
+static int port_reserve(struct cm_id *id, const uint8_t a[16], uint16_t *port)
+{
+	struct sockaddr_storage ss, got;
+	cm_sockaddr_set(&ss, a, 0, id->v6);
+	socklen_t sl =
+	    ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	socklen_t gl = sizeof(got);
+	int one = 1, r = 0;
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    (ss.ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&got, &gl) != 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*port = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
+					       : ((struct sockaddr_in6 *)&got)->sin6_port);
+	id->resv_fd = fd;
+	return 0;
+}
+
+/* The port is held by its listener or connection now (or the id is gone). */
+static void port_release(struct cm_id *id)
+{
+	if (id->resv_fd >= 0) {
+		close(id->resv_fd);
+		id->resv_fd = -1;
+	}
+}
+
 /* ---- devices ---- */
 
 static void devs_init(void)
@@ -283,7 +347,7 @@ static void devs_init(void)
 		struct cm_dev *d = &cm.devs[cm.ndev];
 		memset(d, 0, sizeof(*d));
 		d->ibdev = list[i];
-		d->ctx = ibv_open_device(list[i]);
+		d->ctx = sr_cm_open_device(list[i]);
 		if (!d->ctx)
 			continue;
 		struct ibv_port_attr pa;
@@ -312,18 +376,55 @@ int cm_gid_index(const struct cm_dev *d, const uint8_t addr[16])
 	return -1;
 }
 
-static bool want_iwarp(void)
+/* ---- which transport (cm.h "Which transport") ---- */
+
+/* What the process settled for addr without asking the peer: SOFTRDMA_TRANSPORT, else the
+ * transport of the devices holding addr that the application opened itself, if they are of
+ * one transport; CM_TR_NONE otherwise. */
+static enum cm_transport pinned_transport(const uint8_t addr[16])
 {
 	const char *t = getenv(CM_TRANSPORT_ENV);
-	return t && !strcmp(t, "iwarp");
+	if (t && !strcmp(t, "iwarp"))
+		return CM_TR_IWARP;
+	if (t && !strcmp(t, "roce"))
+		return CM_TR_ROCE;
+	devs_init();
+	bool roce = false, iw = false;
+	for (int i = 0; i < cm.ndev; i++) {
+		const struct cm_dev *d = &cm.devs[i];
+		if (cm_gid_index(d, addr) < 0 || !sr_cm_app_opened(d->ibdev))
+			continue;
+		iw |= d->iwarp;
+		roce |= !d->iwarp;
+	}
+	return roce == iw ? CM_TR_NONE : roce ? CM_TR_ROCE : CM_TR_IWARP;
 }
 
-/* The device whose GID table holds addr: of the wanted transport if both have it (tr NONE:
- * SOFTRDMA_TRANSPORT decides), else any; NULL if none. */
+/* The device of addr and transport tr, or NULL. */
+static struct cm_dev *dev_of(const uint8_t addr[16], enum cm_transport tr)
+{
+	devs_init();
+	for (int i = 0; i < cm.ndev; i++)
+		if (cm.devs[i].iwarp == (tr == CM_TR_IWARP) && cm_gid_index(&cm.devs[i], addr) >= 0)
+			return &cm.devs[i];
+	return NULL;
+}
+
+/* Both transports could serve addr, and nothing settled which: the peer is asked (active) or
+ * both are taken (passive). */
+static bool transport_open(const uint8_t addr[16])
+{
+	return pinned_transport(addr) == CM_TR_NONE && dev_of(addr, CM_TR_ROCE) &&
+	       dev_of(addr, CM_TR_IWARP);
+}
+
+/* The device whose GID table holds addr: of transport tr if both have it (tr NONE: the pinned
+ * one, else RoCE), else any; NULL if none. */
 static struct cm_dev *dev_for_addr(const uint8_t addr[16], enum cm_transport tr)
 {
 	devs_init();
-	bool iw = tr == CM_TR_NONE ? want_iwarp() : tr == CM_TR_IWARP;
+	enum cm_transport want = tr != CM_TR_NONE ? tr : pinned_transport(addr);
+	bool iw = want == CM_TR_IWARP;
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < cm.ndev; i++) {
 			struct cm_dev *d = &cm.devs[i];
@@ -384,7 +485,16 @@ static void channel_release(struct cm_channel *ch)
 {
 	close(ch->ch.fd);
 	close(ch->wfd);
-	free(ch);
+	bury(ch, sizeof(*ch));
+}
+
+/* A channel the application may use: created, not destroyed. Under the lock. */
+static bool channel_live(const struct cm_channel *ch)
+{
+	for (const struct cm_channel *c = cm.chans; c; c = c->next)
+		if (c == ch)
+			return true;
+	return false;
 }
 
 static void channel_free(struct cm_channel *ch)
@@ -438,7 +548,8 @@ void sr_rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	if (getenv("SOFTRDMA_STATS"))
 		cm_each_counter(print_counter, stderr);
 	cm_lock();
-	channel_free((struct cm_channel *)channel);
+	if (channel_live((struct cm_channel *)channel))
+		channel_free((struct cm_channel *)channel); /* else destroyed already: nothing */
 	cm_unlock();
 }
 CM_ALIAS(destroy_event_channel);
@@ -539,6 +650,10 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 	/* While this thread is in here it counts as a reader: the channel (and its fd) outlive
 	 * an rdma_destroy_event_channel until the last reader has left. */
 	cm_lock();
+	if (!channel_live(ch)) {
+		cm_unlock();
+		return fail(EBADF); /* destroyed (its fd closed), or never a channel */
+	}
 	ch->readers++;
 	for (;;) {
 		char b;
@@ -574,6 +689,8 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 			ch->readers--;
 			e->retrieved = true;
 			e->ch = NULL;
+			e->out_next = cm.out;
+			cm.out = e;
 			e->owner->ev_reported++;
 			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
 				((struct cm_id *)e->ev.id)->listener = NULL;
@@ -595,13 +712,21 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 }
 CM_ALIAS(get_cm_event);
 
-static void ack_locked(struct cm_event *e)
+/* Acks an event handed out (and frees it); false for one that was not (cm.h). */
+static bool ack_locked(struct cm_event *e)
 {
+	struct cm_event **pp = &cm.out;
+	while (*pp && *pp != e)
+		pp = &(*pp)->out_next;
+	if (!*pp)
+		return false;
+	*pp = e->out_next;
 	e->owner->ev_acked++;
 	if (e->mc)
 		cm_mc_acked(e);
 	pthread_cond_broadcast(&cm.cond);
 	free(e);
+	return true;
 }
 
 int sr_rdma_ack_cm_event(struct rdma_cm_event *event)
@@ -609,9 +734,9 @@ int sr_rdma_ack_cm_event(struct rdma_cm_event *event)
 	if (!event)
 		return fail(EINVAL);
 	cm_lock();
-	ack_locked((struct cm_event *)event);
+	bool ok = ack_locked((struct cm_event *)event);
 	cm_unlock();
-	return 0;
+	return ok ? 0 : fail(EINVAL);
 }
 CM_ALIAS(ack_cm_event);
 
@@ -701,6 +826,7 @@ static struct cm_id *id_new(struct cm_channel *ch, void *context, enum rdma_port
 	id->ch = ch;
 	id->watch_fd = -1;
 	id->sid_fd = -1;
+	id->resv_fd = -1;
 	id->id.channel = &ch->ch;
 	id->id.context = context;
 	id->id.ps = ps;
@@ -725,12 +851,48 @@ static void id_unlink(struct cm_id *id)
 static void id_free(struct cm_id *id)
 {
 	id_unlink(id);
+	port_release(id);
+	cm_probe_free(id, false);
 	if (id->sync && id->ch)
 		channel_free(id->ch);
 	free(id->path);
 	free(id->ep_attr);
 	free(id->connect_pd);
-	free(id);
+	bury(id, sizeof(*id));
+}
+
+struct cm_id *cm_id_live(const struct rdma_cm_id *rid)
+{
+	for (struct cm_id *id = cm.ids; id; id = id->next)
+		if (&id->id == rid)
+			return id->destroying ? NULL : id;
+	return NULL;
+}
+
+int cm_id_check(const struct rdma_cm_id *rid)
+{
+	if (!rid)
+		return -EINVAL;
+	cm_lock();
+	bool live = cm_id_live(rid) != NULL;
+	cm_unlock();
+	return live ? 0 : -ENOENT;
+}
+
+/* Takes the lock and finds the live id at rid: NULL (lock released, errno set) if none. */
+static struct cm_id *id_lock(struct rdma_cm_id *rid)
+{
+	if (!rid) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cm_lock();
+	struct cm_id *id = cm_id_live(rid);
+	if (!id) {
+		cm_unlock();
+		errno = ENOENT;
+	}
+	return id;
 }
 
 int sr_rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
@@ -742,6 +904,10 @@ int sr_rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id
 		return fail(EINVAL);
 	pthread_once(&atfork_once, atfork_register);
 	cm_lock();
+	if (channel && !channel_live((struct cm_channel *)channel)) {
+		cm_unlock();
+		return fail(EBADF);
+	}
 	struct cm_id *c = id_new((struct cm_channel *)channel, context, ps);
 	cm_unlock();
 	if (!c)
@@ -837,10 +1003,9 @@ static void orphan_children(struct cm_id *lis)
 
 int sr_rdma_destroy_id(struct rdma_cm_id *rid)
 {
-	if (!rid)
-		return fail(EINVAL);
-	struct cm_id *id = (struct cm_id *)rid;
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (id->id.event) {
 		ack_locked((struct cm_event *)id->id.event);
 		id->id.event = NULL;
@@ -886,13 +1051,16 @@ __attribute__((destructor(200))) static void cm_at_exit(void)
 
 int sr_rdma_migrate_id(struct rdma_cm_id *rid, struct rdma_event_channel *channel)
 {
-	if (!rid)
-		return fail(EINVAL);
-	struct cm_id *id = (struct cm_id *)rid;
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (id->sync && !channel) {
 		cm_unlock();
 		return fail(EINVAL);
+	}
+	if (channel && !channel_live((struct cm_channel *)channel)) {
+		cm_unlock();
+		return fail(EBADF);
 	}
 	struct cm_channel *to = (struct cm_channel *)channel;
 	bool sync = !to;
@@ -952,7 +1120,7 @@ static bool port_taken(const struct cm_id *self, const uint8_t a[16], uint16_t p
 {
 	for (const struct cm_id *o = cm.ids; o; o = o->next) {
 		if (o == self || o->destroying || o->lport != port || o->listener ||
-		    !(o->state == CM_BOUND || o->state == CM_LISTEN ||
+		    !(o->state == CM_BOUND || o->state == CM_LISTEN || o->state == CM_RESOLVING ||
 		      o->state == CM_ADDR_RESOLVED || o->state == CM_ROUTE_RESOLVED))
 			continue;
 		if (o->v6 != self->v6 && !o->bound_any && !self->bound_any)
@@ -986,12 +1154,26 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 				port);
 		return EADDRINUSE;
 	}
-	if (!is_any(a)) {
-		struct cm_dev *d = dev_for_addr(a, CM_TR_NONE);
-		if (!d)
-			return EADDRNOTAVAIL;
-		id_set_dev(id, d);
+	/* A loopback address softrdma has no device for (lo down in a network namespace,
+	 * 127.0.0.2) is bound as the kernel binds every loopback address: as a wildcard, no
+	 * device (is_loopback). One it has (127.0.0.1 on roce_lo / iwarp_lo) is an address of
+	 * those devices: programs bind it and use id->verbs (pyverbs' rdma_cm tests on lo). */
+	struct cm_dev *d = NULL;
+	if (!is_any(a) && !(d = dev_for_addr(a, CM_TR_NONE)) && !is_loopback(a))
+		return EADDRNOTAVAIL;
+	if (!port) {
+		/* A loopback address may not be up (lo down): the port is reserved on the
+		 * wildcard then (rdma_cm's ports are its own, not the interface's). */
+		static const uint8_t any4[16] = {[10] = 0xff, [11] = 0xff}, any6[16];
+		r = port_reserve(id, a, &port);
+		if (r == -EADDRNOTAVAIL && !d && is_loopback(a))
+			r = port_reserve(id, v6 ? any6 : any4, &port);
+		if (r < 0)
+			return -r;
 	}
+	if (d)
+		id_set_dev(id, d);
+	id->tr_open = d && transport_open(a);
 	id->bound_any = is_any(a);
 	memcpy(id->laddr, a, 16);
 	id->lport = port;
@@ -1002,10 +1184,14 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 
 int sr_rdma_bind_addr(struct rdma_cm_id *rid, struct sockaddr *addr)
 {
-	if (!rid || !addr)
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
+	if (!addr) {
+		cm_unlock();
 		return fail(EINVAL);
-	cm_lock();
-	int r = bind_locked((struct cm_id *)rid, addr);
+	}
+	int r = bind_locked(id, addr);
 	if (!r)
 		((struct cm_id *)rid)->bound_app = true;
 	cm_unlock();
@@ -1039,15 +1225,13 @@ static int route_source(const uint8_t dst[16], bool v6, uint8_t src[16])
 int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 			 struct sockaddr *dst_addr, int timeout_ms)
 {
-	(void)timeout_ms; /* resolution is local: the event is queued at once */
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid || !dst_addr)
-		return fail(EINVAL);
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	uint8_t dst[16];
 	uint16_t dport;
 	bool v6;
 	int r = sa_get(dst_addr, dst, &dport, &v6);
-	cm_lock();
 	if (r == 0 && src_addr && id->state == CM_IDLE) {
 		r = -bind_locked(id, src_addr);
 		id->bound_app = r == 0;
@@ -1061,6 +1245,16 @@ int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 		cm_unlock();
 		return fail(-r);
 	}
+	/* The wildcard as destination: the kernel connects to the id's own device
+	 * (cma_resolve_loopback: dgid = sgid); here to the bound address, else loopback. */
+	if (is_any(dst)) {
+		static const uint8_t lo4[16] = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1};
+		static const uint8_t lo6[16] = {[15] = 1};
+		if (id->state == CM_BOUND && !id->bound_any)
+			memcpy(dst, id->laddr, 16);
+		else
+			memcpy(dst, v6 ? lo6 : lo4, 16);
+	}
 	memcpy(id->raddr, dst, 16);
 	id->rport = dport;
 	id->v6 = v6;
@@ -1072,18 +1266,22 @@ int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 		err = route_source(dst, v6, src);
 	if (!err && (is_link_local(src) || is_link_local(dst)))
 		err = -EADDRNOTAVAIL;
-	struct cm_dev *d = err ? NULL : id->dev ? id->dev : dev_for_addr(src, CM_TR_NONE);
+	bool settled = id->dev && !id->tr_open;
+	struct cm_dev *d = err ? NULL : settled ? id->dev : dev_for_addr(src, CM_TR_NONE);
 	if (!err && !d)
 		err = -EADDRNOTAVAIL;
+	/* Which transport: asked of the peer when nothing here settled it (cm.h). UD and XRC
+	 * ids are RoCE's (iWARP has neither); a QP made on the bound id's device keeps it. */
+	bool ask =
+	    !err && !settled && id->id.qp_type == IBV_QPT_RC && !id->id.qp && transport_open(src);
 	if (err) {
 		cm_event_post(id, NULL, RDMA_CM_EVENT_ADDR_ERROR, err, NULL, NULL, 0);
 	} else {
-		id_set_dev(id, d);
 		memcpy(id->laddr, src, 16);
 		id->bound_any = false;
-		id->state = CM_ADDR_RESOLVED;
-		id_sync_route(id);
-		cm_event_post(id, NULL, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0);
+		if (!ask || cm_probe_start(id, dev_of(src, CM_TR_ROCE), dev_of(src, CM_TR_IWARP),
+					   cm_now(), timeout_ms) < 0)
+			cm_addr_resolved(id, d);
 	}
 	cm_unlock();
 	return cm_sync_complete(id);
@@ -1093,10 +1291,9 @@ CM_ALIAS(resolve_addr);
 int sr_rdma_resolve_route(struct rdma_cm_id *rid, int timeout_ms)
 {
 	(void)timeout_ms;
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (id->state != CM_ADDR_RESOLVED) {
 		cm_unlock();
 		return fail(EINVAL);
@@ -1132,10 +1329,9 @@ CM_ALIAS(resolve_route);
 
 int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	int err = 0;
 	if (id->state == CM_LISTEN) {
 		id->backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
@@ -1149,11 +1345,19 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 		err = EINVAL;
 	if (err)
 		goto out;
+	if (!id->bound_any && id->dev) {
+		/* Which transport (cm.h): settled now, or both. */
+		id->tr_open = transport_open(id->laddr);
+		struct cm_dev *d = dev_for_addr(id->laddr, CM_TR_NONE);
+		if (d && d != id->dev)
+			id_set_dev(id, d);
+	}
 	int lbl = backlog > 0 ? backlog : 0;
 	int r = io_tcp_listen(id->laddr, id->lport, lbl, NULL, &id->lis[0]);
 	if (r == 0) {
 		id->nlis = 1;
 		id->lport = io_tcp_listener_port(id->lis[0]);
+		port_release(id); /* the listener holds it now */
 		/* "::" listens for IPv4 too unless RDMA_OPTION_ID_AFONLY (as the kernel's
 		 * bindv6only = 0). */
 		if (id->v6 && id->bound_any && !id->afonly) {
@@ -1162,8 +1366,9 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 			if (io_tcp_listen(any4, id->lport, lbl, NULL, &id->lis[1]) == 0)
 				id->nlis = 2;
 		}
-		/* RoCE (the device's, or any for a wildcard): the IB CM's REQs come as MADs. */
-		if (!id->dev || !id->dev->iwarp)
+		/* RoCE (the device's, both, or any for a wildcard): the IB CM's REQs come as
+		 * MADs. */
+		if (!id->dev || !id->dev->iwarp || id->tr_open)
 			r = cm_roce_listen(id);
 		if (r == 0)
 			r = cm_kick();
@@ -1231,6 +1436,7 @@ static int start_tcp(struct cm_id *id)
 		id->tcp = NULL;
 		return r;
 	}
+	port_release(id); /* the connection holds it now */
 	id->tcp_connecting = true;
 	id->ev = POLLOUT;
 	return 0;
@@ -1294,10 +1500,9 @@ static int connect_rc_params(struct cm_id *id, const struct rdma_conn_param *p)
 
 int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	int err = id->state != CM_ROUTE_RESOLVED ? EINVAL
 		  : cm_is_ud(id)		 ? connect_ud_params(id, p)
 						 : connect_rc_params(id, p);
@@ -1311,7 +1516,7 @@ int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 
 	uint64_t now = cm_now();
 	id->deadline = now + cm_timeout_ns();
-	id->refused_until = id->tr == CM_TR_ROCE ? now + CM_REFUSED_RETRY_NS : 0;
+	id->refused_until = now + CM_REFUSED_RETRY_NS;
 	id->retry_at = 0;
 	int r = id->tr == CM_TR_ROCE ? cm_roce_connect(id, now) : start_tcp(id);
 	if (id->tr == CM_TR_ROCE && r < 0) {
@@ -1404,10 +1609,9 @@ static int accept_ud(struct cm_id *id, const struct rdma_conn_param *p)
 
 int sr_rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (cm_is_ud(id)) {
 		int e = accept_ud(id, p);
 		cm_unlock();
@@ -1461,10 +1665,9 @@ CM_ALIAS(accept);
 
 int sr_rdma_reject(struct rdma_cm_id *rid, const void *private_data, uint8_t private_data_len)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	int r = -EINVAL;
 	if (id->state == CM_REQ_RCVD)
 		r = id->tr == CM_TR_ROCE ? cm_roce_reject(id, private_data, private_data_len)
@@ -1476,10 +1679,9 @@ CM_ALIAS(reject);
 
 int sr_rdma_disconnect(struct rdma_cm_id *rid)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	if (cm_is_ud(id)) {
 		/* librdmacm: the QP to ERR (ucma_shutdown); the kernel has no connection to end
 		 * (rdma_disconnect finds the SIDR's IB CM id idle: neither DREQ nor DREP goes
@@ -1505,10 +1707,13 @@ CM_ALIAS(disconnect);
 
 int sr_rdma_establish(struct rdma_cm_id *rid)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid || rid->qp)
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
+	if (rid->qp) {
+		cm_unlock();
 		return fail(EINVAL);
-	cm_lock();
+	}
 	/* iWARP: the connection is up when ESTABLISHED is reported (iw_cm has no RTU); a
 	 * self-managed QP's owner calling it then (rping -q) is told it is done. */
 	int r = id->tr == CM_TR_ROCE			     ? cm_roce_establish(id)
@@ -1521,10 +1726,9 @@ CM_ALIAS(establish);
 
 int sr_rdma_notify(struct rdma_cm_id *rid, enum ibv_event_type event)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid)
-		return fail(EINVAL);
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
 	/* IB CM: data arriving before the RTU establishes the connection (COMM_EST). */
 	if (event == IBV_EVENT_COMM_EST && id->tr == CM_TR_ROCE && id->state == CM_ACCEPTING)
 		cm_roce_notify_established(id);
@@ -1535,12 +1739,14 @@ CM_ALIAS(notify);
 
 int sr_rdma_set_option(struct rdma_cm_id *rid, int level, int optname, void *optval, size_t optlen)
 {
-	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid || !optval)
-		return fail(EINVAL);
-	if (level != RDMA_OPTION_ID)
-		return fail(ENOSYS); /* RDMA_OPTION_IB_PATH: no IB paths here */
-	cm_lock();
+	struct cm_id *id = id_lock(rid);
+	if (!id)
+		return -1;
+	if (!optval || level != RDMA_OPTION_ID) {
+		cm_unlock();
+		/* RDMA_OPTION_IB_PATH: no IB paths here */
+		return fail(!optval ? EINVAL : ENOSYS);
+	}
 	int err = 0;
 	switch (optname) {
 	case RDMA_OPTION_ID_TOS:
@@ -1578,19 +1784,31 @@ int sr_rdma_set_option(struct rdma_cm_id *rid, int level, int optname, void *opt
 }
 CM_ALIAS(set_option);
 
+/* The port of a route address: 0 for an id that is not live. */
+static __be16 id_port(struct rdma_cm_id *rid, bool src)
+{
+	__be16 port = 0;
+	if (!id_lock(rid))
+		return 0;
+	const struct rdma_addr *a = &rid->route.addr;
+	const struct sockaddr *sa = src ? &a->src_addr : &a->dst_addr;
+	if (sa->sa_family == AF_INET6)
+		port = src ? a->src_sin6.sin6_port : a->dst_sin6.sin6_port;
+	else if (sa->sa_family == AF_INET)
+		port = src ? a->src_sin.sin_port : a->dst_sin.sin_port;
+	cm_unlock();
+	return port;
+}
+
 __be16 sr_rdma_get_src_port(struct rdma_cm_id *id)
 {
-	const struct sockaddr *sa = &id->route.addr.src_addr;
-	return sa->sa_family == AF_INET6 ? id->route.addr.src_sin6.sin6_port
-					 : id->route.addr.src_sin.sin_port;
+	return id_port(id, true);
 }
 CM_ALIAS(get_src_port);
 
 __be16 sr_rdma_get_dst_port(struct rdma_cm_id *id)
 {
-	const struct sockaddr *sa = &id->route.addr.dst_addr;
-	return sa->sa_family == AF_INET6 ? id->route.addr.dst_sin6.sin6_port
-					 : id->route.addr.dst_sin.sin_port;
+	return id_port(id, false);
 }
 CM_ALIAS(get_dst_port);
 
@@ -1673,12 +1891,30 @@ void cm_id_discard(struct cm_id *id)
 
 /* ---- incoming connections ---- */
 
+bool cm_listener_takes(const struct cm_id *lis, enum cm_transport tr, const uint8_t addr[16])
+{
+	if (lis->dev && !lis->tr_open)
+		return lis->tr == tr;
+	enum cm_transport pin = pinned_transport(addr);
+	return (pin == CM_TR_NONE || pin == tr) && dev_of(addr, tr);
+}
+
+void cm_addr_resolved(struct cm_id *id, struct cm_dev *d)
+{
+	id_set_dev(id, d);
+	id->tr_open = false;
+	id->state = CM_ADDR_RESOLVED;
+	id_sync_route(id);
+	cm_event_post(id, NULL, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0);
+}
+
 int cm_incoming_device(struct cm_id *id, enum cm_transport tr)
 {
 	struct cm_id *lis = id->listener;
-	if (lis && lis->dev)
-		return (lis->tr == tr) ? (id_set_dev(id, lis->dev), 0) : -EPROTOTYPE;
-	struct cm_dev *d = dev_for_addr(id->laddr, tr);
+	if (lis && !cm_listener_takes(lis, tr, id->laddr))
+		return lis->dev && !lis->tr_open ? -EPROTOTYPE : -ENODEV;
+	struct cm_dev *d =
+	    lis && lis->dev && !lis->tr_open ? lis->dev : dev_for_addr(id->laddr, tr);
 	if (!d)
 		return -ENODEV;
 	id_set_dev(id, d);
@@ -1793,7 +2029,9 @@ static bool incoming_run(struct cm_id *id, uint64_t now, uint64_t *wake)
 			return true;
 		}
 		if (r <= 0) {
-			cm_count(CM_C_lost);
+			/* Closed before its first byte: most likely an active side asking which
+			 * transport we speak (cm_probe.c). */
+			cm_count(r == 0 && id->rx_len == 0 ? CM_C_probe_conns : CM_C_lost);
 			return false;
 		}
 		id->rx_len += (size_t)r;
@@ -1969,6 +2207,11 @@ static void pass(uint64_t now, uint64_t *wake)
 			pp = &id->next;
 			continue;
 		}
+		if (id->state == CM_RESOLVING) {
+			cm_probe_run(id, now, wake);
+			pp = &id->next;
+			continue;
+		}
 		if (id->state == CM_INCOMING && !incoming_run(id, now, wake)) {
 			if (id->state == CM_INCOMING) {
 				/* Never visible to the application: gone silently. */
@@ -2029,6 +2272,8 @@ static size_t pollset(void)
 		}
 		if (id->tcp && id->ev)
 			ok = ok && pfd_add(&n, io_tcp_fd(id->tcp), id->ev);
+		if (id->state == CM_RESOLVING && cm_probe_fd(id) >= 0)
+			ok = ok && pfd_add(&n, cm_probe_fd(id), POLLOUT);
 		if (id->watch_fd >= 0)
 			ok = ok && pfd_add(&n, id->watch_fd, POLLRDHUP);
 	}

@@ -14,11 +14,29 @@
  *
  * ---- Devices ----
  * rdma_bind_addr / rdma_resolve_addr pick the device whose GID table holds the local address
- * (127.0.0.1 -> roce_lo or iwarp_lo); where both have it, SOFTRDMA_TRANSPORT decides (roce,
- * the default, or iwarp; `softrdma run --transport`). A wildcard listener (0.0.0.0, ::) has no
- * device: each incoming connection gets the device of its local address and of the protocol
- * the peer speaks. id->verbs is one ibv_context per device and process, opened at the first
- * need and shared (rdma_get_devices returns them); each has a default PD (id->pd).
+ * (127.0.0.1 -> roce_lo or iwarp_lo). A wildcard listener (0.0.0.0, ::) has no device: each
+ * incoming connection gets the device of its local address and of the protocol the peer
+ * speaks. A loopback address no device has (lo down, 127.0.0.2) binds like a wildcard, as the
+ * kernel binds every loopback address (cma_any_addr: libfabric's verbs provider binds
+ * "localhost" and expects no device); 127.0.0.1 with lo up is roce_lo's / iwarp_lo's. The
+ * wildcard as a destination resolves to the bound address or loopback (cma_resolve_loopback).
+ * id->verbs is one ibv_context per device and process, opened at the first need and
+ * shared (rdma_get_devices returns them); each has a default PD (id->pd).
+ *
+ * ---- Which transport (an address with both a RoCEv2 and an iWARP device) ----
+ * 1. SOFTRDMA_TRANSPORT=roce|iwarp (`softrdma run --transport`) decides, both sides.
+ * 2. Else the device the program opened itself with ibv_open_device (perftest -d iwarp_lo
+ *    does before it uses rdma_cm), if those holding the address are of one transport.
+ * 3. Else the peer: a listener takes both (id->verbs: RoCE's device until a request comes);
+ *    an active RC id asks the peer at rdma_resolve_addr (cm_probe.c: a SIDR_REQ the peer's IB
+ *    CM answers, and a TCP connection closed once accepted) and ADDR_RESOLVED comes with the
+ *    device of the answer: RoCE if the peer's RoCE CM has the listener (both: RoCE), iWARP if
+ *    only TCP answers. The decision is made there, not at rdma_connect, because id->verbs
+ *    and the QP the program makes on it must already be of that transport. UD and XRC ids
+ *    are RoCE's (iWARP has neither).
+ * A listener settled on one transport (1, 2) refuses the other's requests as a peer without
+ * it would (REJ 8 / SIDR status 1 / the TCP connection closed), so that asking peers find the
+ * one it speaks.
  *
  * ---- iWARP (iwarp_<if>): exactly what iWARP rdma_cm does ----
  * The connection is a TCP connection to the listener's address and port, carrying the MPA
@@ -56,8 +74,8 @@
  * (REJ 6 for a REP, DREP for a DREQ). A remote peer's end shows only through its QP.
  *
  * ---- Errors on the wire ----
- * Nobody listens: REJECTED (iWARP status -ECONNREFUSED, at once as siw; RoCE status 8,
- * IB_CM_REJ_INVALID_SERVICE_ID with 148 zero bytes, after CM_REFUSED_RETRY_NS of retries,
+ * Nobody listens: REJECTED after CM_REFUSED_RETRY_NS of retries (iWARP status -ECONNREFUSED;
+ * RoCE status 8, IB_CM_REJ_INVALID_SERVICE_ID with 148 zero bytes,
  * below). The peer rejects: REJECTED with its private data (iWARP -ECONNRESET as siw;
  * RoCE 28, consumer defined). No answer within the timeout: UNREACHABLE -ETIMEDOUT. iWARP: the
  * peer goes away mid-handshake (reset / close): CONNECT_ERROR -ECONNRESET (Linux's siw
@@ -149,11 +167,13 @@
 #define CM_IW_PD_MAX	 (IW_MPA_PD_MAX_SIW - IW_MPA_V2_LEN) /* 252: what siw accepts */
 #define CM_REQ_WAIT_NS	 5000000000ull /* an accepted connection sends its request within */
 #define CM_LINGER_NS	 2000000000ull /* last bytes (REJ, Reject, DREP) get this long */
-/* RoCE: a REQ / SIDR_REQ refused because nobody listens (REJ 8 / SIDR status 1) is sent again
- * for this long before it counts as REJECTED / UNREACHABLE, every CM_REFUSED_STEP_NS. A kernel CM
- * resolves the address and route asynchronously before its REQ leaves, which gives a server
- * that re-listens on its port (perftest -R does so between its two connections, and perftest
- * 4.5's own retry path is broken) the time to do so; softrdma resolves at once. */
+/* A connection refused because nobody listens (RoCE: REJ 8 / SIDR status 1; iWARP: the TCP
+ * connection refused) is tried again for this long before it counts as REJECTED / UNREACHABLE,
+ * every CM_REFUSED_STEP_NS. A kernel CM resolves the address and route asynchronously before
+ * its request leaves, which gives a server that re-listens on its port (perftest -R does so
+ * between its two connections) the time to do so; softrdma resolves at once. perftest 4.5's
+ * own retry after a refusal uses the ids it destroyed (cm.h "The application's handles"): it
+ * cannot connect, against a siw server either, unless the first try finds the listener. */
 #define CM_REFUSED_RETRY_NS 250000000ull
 #define CM_REFUSED_STEP_NS  10000000ull
 
@@ -161,6 +181,7 @@
 #define CM_STATES(X)                                                                               \
 	X(IDLE, "created")                                                                         \
 	X(BOUND, "address bound")                                                                  \
+	X(RESOLVING, "active: asking the peer which transport it speaks (cm_probe.c)")             \
 	X(ADDR_RESOLVED, "address resolved")                                                       \
 	X(ROUTE_RESOLVED, "route resolved")                                                        \
 	X(LISTEN, "listening")                                                                     \
@@ -195,7 +216,7 @@ enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
 	X(rejects_sent, "rejects sent (rdma_reject, or the protocol)")                             \
 	X(rejects_rcvd, "rejects received")                                                        \
 	X(refused, "connects refused: nobody listens")                                             \
-	X(refused_retries, "RoCE connects tried again after a refusal (CM_REFUSED_RETRY_NS)")      \
+	X(refused_retries, "connects tried again after a refusal (CM_REFUSED_RETRY_NS)")           \
 	X(timeouts, "handshakes that timed out")                                                   \
 	X(lost, "connections the peer closed or reset before they were up")                        \
 	X(rx_garbage, "connections closed: bytes neither MPA nor the RoCE CM protocol")            \
@@ -214,7 +235,12 @@ enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
 	X(mad_unknown, "RoCE CM MADs for a connection this process does not have")                 \
 	X(mad_bad_frames, "frames dropped on the CM endpoints: bad sender, magic, length")         \
 	X(mad_send_errors, "RoCE CM MADs that could not be sent (QP1 socket)")                     \
-	X(peer_gone, "RoCE connections whose peer process on this host ended: DISCONNECTED")
+	X(peer_gone, "RoCE connections whose peer process on this host ended: DISCONNECTED")       \
+	X(probes, "rdma_resolve_addr: peers asked which transport they speak (cm_probe.c)")        \
+	X(probe_roce, "probes answered by a RoCE listener (SIDR_REP status other than 1)")         \
+	X(probe_iwarp, "probes answered by TCP only: iWARP")                                       \
+	X(probe_default, "probes answered by neither in time: RoCE, the default")                  \
+	X(probe_conns, "TCP connections closed before their first byte (a peer's probe)")
 
 /* clang-format off */
 enum cm_counter {
@@ -251,6 +277,7 @@ struct cm_event {
 	struct cm_mc *mc;	 /* MULTICAST_JOIN / _ERROR: the group it is about (cm_mcast.c) */
 	struct cm_channel *ch;	 /* queued on, until retrieved */
 	bool retrieved;
+	struct cm_event *out_next; /* retrieved, not yet acked (the process's list) */
 	uint8_t pd[CM_PD_MAX];
 	struct cm_event *next;
 };
@@ -293,6 +320,14 @@ struct cm_id {
 	bool v6;
 	bool bound_any;
 	bool bound_app; /* the application bound the id (rdma_bind_addr, resolve's src_addr) */
+	/* Its address has both transports and nothing chose one ("Which transport"): a listener
+	 * takes both, an active id asks the peer at rdma_resolve_addr (id->dev: RoCE meanwhile). */
+	bool tr_open;
+	struct cm_probe *probe; /* CM_RESOLVING: the question to the peer (cm_probe.c) */
+	/* A TCP socket bound (not listening) to the port rdma_bind_addr chose for port 0, as the
+	 * kernel's rdma_cm picks one at bind (qperf sends it to its client before listening),
+	 * held until rdma_listen / rdma_connect take the port over; or -1. */
+	int resv_fd;
 	uint8_t laddr[16], raddr[16];
 	uint16_t lport, rport;
 
@@ -353,6 +388,21 @@ struct cm_id {
 };
 
 /* ---- cm.c: the core (global lock, thread, events, devices) ---- */
+
+/* The application's handles. librdmacm trusts the pointers it is given; here every call looks
+ * its id, channel or event up among the live ones first, by address (a stale or garbage
+ * pointer is never dereferenced), and fails on one it does not find: an id destroyed, being
+ * destroyed or never created: ENOENT (the kernel's ucma for a handle it no longer has); a
+ * destroyed channel: EBADF (its fd is closed); an event not handed out or acked already:
+ * EINVAL. perftest 4.5 retries a failed rdma_cm connection on ids it destroyed, read from an
+ * array it freed. Freed ids and channels are kept, zeroed, for the next CM_QUARANTINE frees
+ * before their memory goes back to malloc, so that a stale pointer does not soon name a new
+ * id at the same address. */
+#define CM_QUARANTINE 32
+/* The live id at rid, or NULL. Under the lock. */
+struct cm_id *cm_id_live(const struct rdma_cm_id *rid);
+/* The same, taking the lock: 0, -EINVAL for NULL, -ENOENT for no live id. */
+int cm_id_check(const struct rdma_cm_id *rid);
 
 /* The lock and condition every CM object lives under. */
 void cm_lock(void);
@@ -445,6 +495,24 @@ void cm_id_discard(struct cm_id *id);
 int cm_pending_of(const struct cm_id *lis);
 /* The device of that local address and transport, or NULL. */
 struct cm_dev *cm_dev_for(const uint8_t addr[16], enum cm_transport tr);
+/* Whether listener lis takes a request of transport tr to its local address addr. */
+bool cm_listener_takes(const struct cm_id *lis, enum cm_transport tr, const uint8_t addr[16]);
+/* An active id's address is resolved on device d: ADDR_RESOLVED. Under the lock. */
+void cm_addr_resolved(struct cm_id *id, struct cm_dev *d);
+
+/* ---- cm_probe.c: which transport the peer speaks (an active id in CM_RESOLVING) ---- */
+/* Asks the peer of id (raddr / rport; laddr its source) over roce and iwarp, the devices of
+ * laddr; the id goes to CM_RESOLVING. 0, or a negative errno (nothing asked). */
+int cm_probe_start(struct cm_id *id, struct cm_dev *roce, struct cm_dev *iwarp, uint64_t now,
+		   int timeout_ms);
+/* The CM thread: answers, resends, the decision (cm_addr_resolved). */
+void cm_probe_run(struct cm_id *id, uint64_t now, uint64_t *wake);
+/* The TCP socket the probe waits on (POLLOUT), or -1. */
+int cm_probe_fd(const struct cm_id *id);
+/* A SIDR_REP from src for request req_id: true if it answered a probe. */
+bool cm_probe_sidr_rep(uint32_t req_id, const uint8_t src[16], uint8_t status, uint64_t now);
+/* Ends the probe, if any (rdma_destroy_id). atfork: only closes its socket. */
+void cm_probe_free(struct cm_id *id, bool atfork);
 /* Starts QP1 on every RoCE device (a wildcard listener). */
 void cm_gsi_start_all(void);
 
@@ -503,5 +571,9 @@ int sr_cm_gsi_start(struct ibv_context *ctx);
 int sr_cm_gsi_send(struct ibv_context *ctx, const struct gsi_frame *f);
 /* The device's node GUID (host order). */
 uint64_t sr_cm_node_guid(struct ibv_context *ctx);
+/* ibv_open_device for rdma_cm itself: not counted as the application's choice. */
+struct ibv_context *sr_cm_open_device(struct ibv_device *device);
+/* True while the application holds a context of the device it opened itself. Any thread. */
+bool sr_cm_app_opened(struct ibv_device *device);
 
 #endif

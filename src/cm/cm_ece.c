@@ -13,8 +13,13 @@
 
 int sr_rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
+	int e = cm_id_check(id); /* cm.h "The application's handles" */
+	if (e < 0) {
+		errno = -e;
+		return -1;
+	}
 	/* librdmacm: only before the id has a QP, with a vendor ID and no unknown fields. */
-	if (!id || id->qp || !ece || !ece->vendor_id || ece->comp_mask) {
+	if (id->qp || !ece || !ece->vendor_id || ece->comp_mask) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -24,7 +29,12 @@ CM_ALIAS(set_local_ece);
 
 int sr_rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	if (!id || id->qp || !ece) {
+	int e = cm_id_check(id);
+	if (e < 0) {
+		errno = -e;
+		return -1;
+	}
+	if (id->qp || !ece) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,117 +18,158 @@ static int fail(int err)
 	return -1;
 }
 
-/* Numeric addresses only (no name service: nothing leaves the host to resolve a name). */
-static int parse_node(const char *node, int family, struct sockaddr_storage *ss, socklen_t *len)
+/* rdma_getaddrinfo, as librdmacm's (addrinfo.c): node and service through getaddrinfo(3) (names
+ * too: /etc/hosts, DNS; libfabric's verbs provider asks for "localhost"), with hints made from
+ * the rdma hints (RAI_PASSIVE -> AI_PASSIVE, RAI_NUMERICHOST -> AI_NUMERICHOST, the family,
+ * the socket type of the QP type, the protocol of the port space); the first address comes
+ * back as the source (RAI_PASSIVE) or the destination, the QP type and port space from the
+ * hints or else from the address's socket type / protocol. Without node and service, the
+ * hints' addresses and types are taken as they are. The hints' source address goes with the
+ * result when it has none. Errors: librdmacm's -1 with errno EINVAL (no node, service or
+ * hints) or ENOMEM, or getaddrinfo's EAI_ code; for the latter errno is set too, to the
+ * nearest errno (EAI_SYSTEM: getaddrinfo's own), as librdmacm's callers read it (libfabric:
+ * `if (errno) ret = -errno`) and librdmacm leaves whatever getaddrinfo left there. No AF_IB
+ * (no InfiniBand addressing here): EAI_FAMILY. */
+
+static const struct rdma_addrinfo no_hints;
+
+static void to_ai_hints(const struct rdma_addrinfo *h, struct addrinfo *ai)
 {
-	memset(ss, 0, sizeof(*ss));
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-	if (family != AF_INET6 && inet_pton(AF_INET, node, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		*len = sizeof(*s4);
-		return 0;
+	memset(ai, 0, sizeof(*ai));
+	if (h->ai_flags & RAI_PASSIVE)
+		ai->ai_flags |= AI_PASSIVE;
+	if (h->ai_flags & RAI_NUMERICHOST)
+		ai->ai_flags |= AI_NUMERICHOST;
+	ai->ai_family = h->ai_family;
+	switch (h->ai_qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		ai->ai_socktype = SOCK_STREAM;
+		break;
+	case IBV_QPT_UD:
+		ai->ai_socktype = SOCK_DGRAM;
+		break;
+	default:
+		break;
 	}
-	if (family != AF_INET && inet_pton(AF_INET6, node, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		*len = sizeof(*s6);
-		return 0;
+	switch (h->ai_port_space) {
+	case RDMA_PS_TCP:
+		ai->ai_protocol = IPPROTO_TCP;
+		break;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		ai->ai_protocol = IPPROTO_UDP;
+		break;
+	case RDMA_PS_IB:
+		ai->ai_protocol = ai->ai_socktype == SOCK_STREAM  ? IPPROTO_TCP
+				  : ai->ai_socktype == SOCK_DGRAM ? IPPROTO_UDP
+								  : 0;
+		break;
+	default:
+		break;
 	}
-	return EAI_NONAME;
 }
 
-static void set_port(struct sockaddr_storage *ss, uint16_t port)
+static int copy_addr(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
+		     socklen_t len)
 {
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	*dst = malloc(len);
+	if (!*dst)
+		return fail(ENOMEM);
+	memcpy(*dst, src, len);
+	*dst_len = len;
+	return 0;
 }
 
-static struct sockaddr *dup_addr(const struct sockaddr_storage *ss, socklen_t len)
+/* A getaddrinfo error, with errno set to the nearest errno. */
+static int eai(int code)
 {
-	struct sockaddr *a = malloc(len);
-	if (a)
-		memcpy(a, ss, len);
-	return a;
+	switch (code) {
+	case EAI_SYSTEM:
+		break; /* errno is getaddrinfo's */
+	case EAI_MEMORY:
+		errno = ENOMEM;
+		break;
+	case EAI_AGAIN:
+		errno = EAGAIN;
+		break;
+	case EAI_FAMILY:
+	case EAI_ADDRFAMILY:
+		errno = EAFNOSUPPORT;
+		break;
+	case EAI_SERVICE:
+	case EAI_BADFLAGS:
+	case EAI_SOCKTYPE:
+		errno = EINVAL;
+		break;
+	default: /* EAI_NONAME, EAI_NODATA, EAI_FAIL: no such host */
+		errno = ENOENT;
+		break;
+	}
+	return code;
 }
 
 int sr_rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
 			struct rdma_addrinfo **res)
 {
-	if (!res || (!node && !service && !(hints && (hints->ai_src_addr || hints->ai_dst_addr))))
-		return EAI_NONAME;
-	int flags = hints ? hints->ai_flags : 0;
-	int family = hints ? hints->ai_family : AF_UNSPEC;
-	if (family != AF_UNSPEC && family != AF_INET && family != AF_INET6)
-		return EAI_FAMILY; /* AF_IB: no InfiniBand addressing here */
-	uint16_t port = 0;
-	if (service && *service) {
-		char *end;
-		unsigned long v = strtoul(service, &end, 10);
-		if (*end || v > 65535)
-			return EAI_SERVICE;
-		port = (uint16_t)v;
-	}
-	struct rdma_addrinfo *ai = calloc(1, sizeof(*ai));
-	if (!ai)
-		return EAI_MEMORY;
-	ai->ai_flags = flags;
-	ai->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
-	ai->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type
-			 : ai->ai_port_space == RDMA_PS_UDP || ai->ai_port_space == RDMA_PS_IPOIB
-			     ? IBV_QPT_UD
-			     : IBV_QPT_RC;
-	struct sockaddr_storage ss;
-	socklen_t len = 0;
-	int err = 0;
-	if (node) {
-		err = parse_node(node, family, &ss, &len);
-	} else if (flags & RAI_PASSIVE) {
-		/* Every address: IPv4's unless IPv6 is asked for (getaddrinfo's first). */
-		memset(&ss, 0, sizeof(ss));
-		ss.ss_family = family == AF_INET6 ? AF_INET6 : AF_INET;
-		len = family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-	} else if (hints && hints->ai_dst_addr) {
-		len = hints->ai_dst_len;
-		if (len > sizeof(ss))
-			err = EAI_FAMILY;
-		else
-			memcpy(&ss, hints->ai_dst_addr, len);
-	} else {
-		/* getaddrinfo's non-passive default: the loopback address. */
-		err = parse_node(family == AF_INET6 ? "::1" : "127.0.0.1", family, &ss, &len);
-	}
-	if (err) {
-		free(ai);
-		return err;
-	}
-	if (node || (flags & RAI_PASSIVE) || !hints || !hints->ai_dst_addr)
-		set_port(&ss, port);
-	ai->ai_family = ss.ss_family;
-	if (flags & RAI_PASSIVE) {
-		ai->ai_src_addr = dup_addr(&ss, len);
-		ai->ai_src_len = len;
-		if (!ai->ai_src_addr)
-			goto nomem;
-	} else {
-		ai->ai_dst_addr = dup_addr(&ss, len);
-		ai->ai_dst_len = len;
-		if (!ai->ai_dst_addr)
-			goto nomem;
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			ai->ai_src_addr = malloc(hints->ai_src_len);
-			if (!ai->ai_src_addr)
-				goto nomem;
-			memcpy(ai->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
-			ai->ai_src_len = hints->ai_src_len;
+	if (!res || (!node && !service && !hints))
+		return fail(EINVAL);
+	if (!hints)
+		hints = &no_hints;
+	if (hints->ai_family == AF_IB)
+		return eai(EAI_FAMILY);
+	struct rdma_addrinfo *rai = calloc(1, sizeof(*rai));
+	if (!rai)
+		return fail(ENOMEM);
+	int ret = 0;
+	if (node || service) {
+		struct addrinfo ah, *ai;
+		to_ai_hints(hints, &ah);
+		int r = getaddrinfo(node, service, hints == &no_hints ? NULL : &ah, &ai);
+		if (r) {
+			free(rai);
+			return eai(r);
 		}
+		bool passive = hints->ai_flags & RAI_PASSIVE;
+		rai->ai_flags = passive ? RAI_PASSIVE : 0;
+		rai->ai_family = ai->ai_family;
+		rai->ai_qp_type = hints->ai_qp_type		  ? hints->ai_qp_type
+				  : ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD
+								  : IBV_QPT_RC;
+		rai->ai_port_space = hints->ai_port_space	      ? hints->ai_port_space
+				     : ai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP
+								      : RDMA_PS_TCP;
+		if (passive)
+			ret = copy_addr(&rai->ai_src_addr, &rai->ai_src_len, ai->ai_addr,
+					ai->ai_addrlen);
+		else
+			ret = copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, ai->ai_addr,
+					ai->ai_addrlen);
+		if (!ret && ai->ai_canonname) {
+			char **cn = passive ? &rai->ai_src_canonname : &rai->ai_dst_canonname;
+			*cn = strdup(ai->ai_canonname);
+		}
+		freeaddrinfo(ai);
+	} else {
+		rai->ai_flags = hints->ai_flags;
+		rai->ai_family = hints->ai_family;
+		rai->ai_qp_type = hints->ai_qp_type;
+		rai->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_len && hints->ai_dst_addr)
+			ret = copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, hints->ai_dst_addr,
+					hints->ai_dst_len);
 	}
-	*res = ai;
+	if (!ret && !rai->ai_src_len && hints->ai_src_len && hints->ai_src_addr)
+		ret = copy_addr(&rai->ai_src_addr, &rai->ai_src_len, hints->ai_src_addr,
+				hints->ai_src_len);
+	if (ret) {
+		sr_rdma_freeaddrinfo(rai);
+		return ret;
+	}
+	*res = rai;
 	return 0;
-nomem:
-	sr_rdma_freeaddrinfo(ai);
-	return EAI_MEMORY;
 }
 CM_ALIAS(getaddrinfo);
 
@@ -213,7 +256,7 @@ CM_ALIAS(create_ep);
 
 void sr_rdma_destroy_ep(struct rdma_cm_id *rid)
 {
-	if (!rid)
+	if (cm_id_check(rid) < 0)
 		return;
 	if (rid->qp)
 		sr_rdma_destroy_qp(rid);
@@ -226,7 +269,10 @@ CM_ALIAS(destroy_ep);
 int sr_rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 {
 	struct cm_id *lis = (struct cm_id *)listen;
-	if (!listen || !out || !lis->sync)
+	int e = cm_id_check(listen);
+	if (e < 0)
+		return fail(-e);
+	if (!out || !lis->sync)
 		return fail(EINVAL);
 	if (listen->event) {
 		sr_rdma_ack_cm_event(listen->event);
@@ -248,7 +294,13 @@ int sr_rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
 		struct ibv_qp_init_attr attr = *lis->ep_attr;
 		if (attr.qp_type == IBV_QPT_XRC_RECV)
 			event->id->qp_type = attr.qp_type;
-		ret = sr_rdma_create_qp(event->id, listen->pd, &attr);
+		/* The listener's PD, as librdmacm; but a listener that takes both transports
+		 * (cm.h "Which transport") has RoCE's default PD: an iWARP request gets its own
+		 * device's. */
+		struct ibv_pd *pd = listen->pd;
+		if (pd && pd->context != event->id->verbs && lis->dev && pd == lis->dev->pd)
+			pd = NULL;
+		ret = sr_rdma_create_qp(event->id, pd, &attr);
 		if (ret)
 			goto err;
 	}

@@ -88,12 +88,12 @@ err:;
 
 int sr_rdma_init_qp_attr(struct rdma_cm_id *rid, struct ibv_qp_attr *a, int *mask)
 {
-	struct cm_id *id = (struct cm_id *)rid;
 	if (!rid || !a || !mask)
 		return fail(EINVAL);
 	cm_lock();
-	int r = -EINVAL;
-	if (id->dev)
+	struct cm_id *id = cm_id_live(rid);
+	int r = id ? -EINVAL : -ENOENT;
+	if (id && id->dev)
 		r = id->tr == CM_TR_IWARP ? cm_iw_init_qp_attr(id, a, mask)
 					  : cm_roce_init_qp_attr(id, a, mask);
 	cm_unlock();
@@ -104,7 +104,10 @@ CM_ALIAS(init_qp_attr);
 int sr_rdma_create_qp_ex(struct rdma_cm_id *rid, struct ibv_qp_init_attr_ex *attr)
 {
 	struct cm_id *id = (struct cm_id *)rid;
-	if (!rid || !attr || !rid->verbs || rid->qp)
+	int e = cm_id_check(rid);
+	if (e < 0)
+		return fail(-e);
+	if (!attr || !rid->verbs || rid->qp)
 		return fail(EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
@@ -163,7 +166,7 @@ int sr_rdma_create_qp_ex(struct rdma_cm_id *rid, struct ibv_qp_init_attr_ex *att
 		qp = ibv_create_qp(attr->pd, (struct ibv_qp_init_attr *)attr);
 	}
 	if (!qp) {
-		int e = errno;
+		e = errno;
 		destroy_cqs(rid);
 		return fail(e);
 	}
@@ -197,7 +200,10 @@ CM_ALIAS(create_qp_ex);
 
 int sr_rdma_create_qp(struct rdma_cm_id *rid, struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
-	if (!rid || !init)
+	int e = cm_id_check(rid);
+	if (e < 0)
+		return fail(-e);
+	if (!init)
 		return fail(EINVAL);
 	struct ibv_qp_init_attr_ex ex;
 	memset(&ex, 0, sizeof(ex));
@@ -215,6 +221,10 @@ void sr_rdma_destroy_qp(struct rdma_cm_id *rid)
 	if (!rid)
 		return;
 	cm_lock();
+	if (!cm_id_live(rid)) {
+		cm_unlock();
+		return;
+	}
 	struct ibv_qp *qp = rid->qp;
 	rid->qp = NULL;
 	cm_unlock();
@@ -226,7 +236,10 @@ CM_ALIAS(destroy_qp);
 
 int sr_rdma_create_srq_ex(struct rdma_cm_id *rid, struct ibv_srq_init_attr_ex *attr)
 {
-	if (!rid || !attr || !rid->verbs)
+	int e = cm_id_check(rid);
+	if (e < 0)
+		return fail(-e);
+	if (!attr || !rid->verbs)
 		return fail(EINVAL);
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
 		return fail(EINVAL);
@@ -276,7 +289,10 @@ CM_ALIAS(create_srq_ex);
 
 int sr_rdma_create_srq(struct rdma_cm_id *rid, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	if (!rid || !attr)
+	int e = cm_id_check(rid);
+	if (e < 0)
+		return fail(-e);
+	if (!attr)
 		return fail(EINVAL);
 	struct ibv_srq_init_attr_ex ex;
 	memset(&ex, 0, sizeof(ex));
@@ -293,7 +309,7 @@ CM_ALIAS(create_srq);
 
 void sr_rdma_destroy_srq(struct rdma_cm_id *rid)
 {
-	if (!rid)
+	if (cm_id_check(rid) < 0)
 		return;
 	if (rid->srq)
 		ibv_destroy_srq(rid->srq);

@@ -752,14 +752,26 @@ static void request_in(struct cm_id *lis, const struct cm_mad *m, const struct g
 		return;
 	}
 	if ((!lis->bound_any && memcmp(lis->laddr, h.dst, 16) != 0) ||
-	    (lis->dev && lis->dev->iwarp) || cm_is_ud(lis) != ud) {
-		/* Not this listener's address (or transport, or kind): the IB CM finds no
-		 * listener for it. */
-		cm_count(cm_is_ud(lis) != ud ? CM_C_wrong_port_space : CM_C_wrong_transport);
+	    !cm_listener_takes(lis, CM_TR_ROCE, h.dst)) {
+		/* Not this listener's address or transport: the IB CM finds no listener for
+		 * it. */
+		cm_count(CM_C_wrong_transport);
 		if (ud)
 			send_sidr_rep(&tmp, CM_SIDR_UNSUPPORTED, 0, NULL, 0);
 		else
 			send_rej(&tmp, CM_MAD_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		return;
+	}
+	if (cm_is_ud(lis) != ud) {
+		/* The other kind for this listener's service ID (a SIDR_REQ to an RC listener:
+		 * what cm_probe.c asks): the kernel's rdma_cm refuses it (cma_ib_req_handler,
+		 * cma_ib_check_req_qp_type) and its IB CM answers for the id it destroys
+		 * (cm_destroy_id): SIDR status 2, REJ 28. */
+		cm_count(CM_C_wrong_port_space);
+		if (ud)
+			send_sidr_rep(&tmp, CM_SIDR_REJECT, 0, NULL, 0);
+		else
+			send_rej(&tmp, CM_MAD_MSG_REQ, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 		return;
 	}
 	struct cm_id *c = cm_incoming_new(lis);
@@ -863,9 +875,11 @@ void cm_roce_mad_in(struct cm_id *lis, const struct gsi_frame *f, uint64_t now)
 		struct sidr_key k = {.req_id = m.local_id};
 		struct cm_id *id = cm_find(is_sidr_waiting, &k);
 		if (!id || memcmp(id->gsi_peer, f->src, 16) != 0) {
-			/* IB CM cm_sidr_rep_handler: a reply matching no outstanding request
-			 * is dropped. */
-			cm_count(CM_C_sidr_unknown);
+			/* A transport probe's answer (cm_probe.c); else, as the IB CM's
+			 * cm_sidr_rep_handler, a reply matching no outstanding request is
+			 * dropped. */
+			if (!cm_probe_sidr_rep(m.local_id, f->src, m.sidr_status, now))
+				cm_count(CM_C_sidr_unknown);
 			return;
 		}
 		on_sidr_rep(id, &m, now);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/iw_progress.h"
 #include "engine/iw_conn.h"
@@ -64,6 +65,7 @@ struct iwp {
 	uint64_t peer_closed;	     /* auto-connected streams the peer ended between messages */
 	struct iwp *proc_next;	     /* the process's iWARP contexts (iw_progress.c, procs) */
 	atomic_bool neighbours_due;  /* a pass sent bytes: the others' receive pass is due */
+	pid_t pid;		     /* the process that made it (a fork's copy is not its own) */
 	uint8_t discard[4096];
 	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
 };

@@ -75,6 +75,7 @@ int iwp_create(struct core_ctx *core, struct iwp **out)
 	const char *nudge = getenv(IWP_NUDGE_ENV);
 	p->nudge = !nudge || strcmp(nudge, "0") != 0;
 	pthread_mutex_init(&p->accept_lock, NULL);
+	p->pid = getpid();
 	pthread_mutex_lock(&procs_lock);
 	p->proc_next = procs;
 	procs = p;
@@ -371,7 +372,9 @@ static void pass_to_neighbours(struct iwp *p)
 {
 	pthread_mutex_lock(&procs_lock);
 	for (struct iwp *q = procs; q; q = q->proc_next) {
-		if (q == p || !q->conns)
+		/* After fork() the list still holds the parent's contexts: their sockets are the
+		 * parent's, and their locks may have been held by a thread that is not here. */
+		if (q == p || !q->conns || q->pid != getpid())
 			continue;
 		core_lock(q->core);
 		bool sent = false;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +15,17 @@
 #include "tools/view.h"
 
 static const char *const run_usage =
-    "usage: softrdma run [--transport roce|iwarp] [--libdir DIR] [--no-view] [-v] -- PROGRAM "
-    "[ARGS...]\n"
+    "usage: softrdma run [--transport roce|iwarp|auto] [--libdir DIR] [--no-view] [-v] -- "
+    "PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM (ibv_rc_pingpong, ib_send_lat, rping, ucx_perftest, mpirun, your own verbs\n"
     "program...) unmodified on softrdma: its libibverbs.so.1 and librdmacm.so.1 are softrdma's,\n"
     "and it sees softrdma's devices in /sys/class/infiniband, /sys/class/infiniband_verbs and\n"
     "/dev/infiniband as the kernel shows RDMA devices (a private view: a mount namespace, and a\n"
     "user namespace without root; where that is not allowed, PROGRAM runs without it).\n"
-    "  --transport T   roce (default) or iwarp: which device rdma_cm uses where an address has\n"
-    "                  both (programs that name a device with -d choose it themselves)\n"
+    "  --transport T   roce or iwarp: the device rdma_cm uses where an address has both\n"
+    "                  (SOFTRDMA_TRANSPORT); auto (default): the transport of the device the\n"
+    "                  program opened (-d iwarp_lo), else what the peer answers (RoCE if both)\n"
     "  --libdir DIR    where softrdma's libibverbs.so.1 is (default: next to this program,\n"
     "                  in lib/ or ../lib/softrdma/)\n"
     "  --no-view       no device view in /sys and /dev (also: SOFTRDMA_VIEW=0)\n"
@@ -81,7 +83,7 @@ int cmd_run(int argc, char **argv)
 					     {"no-view", no_argument, NULL, 'N'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
-	const char *transport = "roce", *libdir = NULL;
+	const char *transport = NULL, *libdir = NULL;
 	const char *view_env = getenv("SOFTRDMA_VIEW");
 	int verbose = 0, view = !(view_env && !strcmp(view_env, "0")), c;
 	/* "+": stop at the first non-option, the program. */
@@ -107,8 +109,9 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (strcmp(transport, "roce") && strcmp(transport, "iwarp")) {
-		fprintf(stderr, "softrdma run: --transport must be roce or iwarp, not '%s'\n",
+	if (transport && strcmp(transport, "roce") && strcmp(transport, "iwarp") &&
+	    strcmp(transport, "auto")) {
+		fprintf(stderr, "softrdma run: --transport must be roce, iwarp or auto, not '%s'\n",
 			transport);
 		return 2;
 	}
@@ -129,7 +132,11 @@ int cmd_run(int argc, char **argv)
 	char path[PATH_MAX * 2];
 	const char *old = getenv("LD_LIBRARY_PATH");
 	snprintf(path, sizeof(path), "%s%s%s", libdir, old && *old ? ":" : "", old ? old : "");
-	if (setenv("LD_LIBRARY_PATH", path, 1) || setenv("SOFTRDMA_TRANSPORT", transport, 1)) {
+	/* --transport auto: whatever the environment says goes too. */
+	bool auto_tr = transport && !strcmp(transport, "auto");
+	if (setenv("LD_LIBRARY_PATH", path, 1) ||
+	    (transport && !auto_tr && setenv("SOFTRDMA_TRANSPORT", transport, 1)) ||
+	    (auto_tr && unsetenv("SOFTRDMA_TRANSPORT"))) {
 		perror("softrdma run: setenv");
 		return 1;
 	}
@@ -147,9 +154,10 @@ int cmd_run(int argc, char **argv)
 			    "%s runs without it (--no-view: do not try)\n",
 			    why, argv[optind]);
 	}
+	const char *tr = getenv("SOFTRDMA_TRANSPORT");
 	if (verbose)
 		fprintf(stderr, "softrdma run: LD_LIBRARY_PATH=%s SOFTRDMA_TRANSPORT=%s %s\n", path,
-			transport, argv[optind]);
+			tr ? tr : "(auto)", argv[optind]);
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "softrdma run: cannot run %s: %s\n", argv[optind], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

@@ -496,6 +496,78 @@ static void test_no_listener(void)
 	rdma_destroy_event_channel(cch);
 }
 
+/* ---- scenario: the listener comes a moment after the request (perftest -R) ---- */
+
+struct late_listener {
+	uint16_t port;
+	int delay_ms;
+	volatile int state; /* 1 listening, 2 accepted, -1 failed */
+};
+
+static void *late_listener_main(void *arg)
+{
+	struct late_listener *ll = arg;
+	usleep((useconds_t)ll->delay_ms * 1000);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *lid = NULL;
+	struct sockaddr_storage a = addr_of("127.0.0.1", ll->port);
+	if (!ch || rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 1)) {
+		ll->state = -1;
+		return NULL;
+	}
+	ll->state = 1;
+	struct rdma_cm_event *e = next_event(ch, WAIT_MS);
+	if (e && e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		struct rdma_cm_id *child = e->id;
+		rdma_ack_cm_event(e);
+		struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {4, 4, 1, 1, 0}};
+		if (rdma_create_qp(child, NULL, &qa) == 0 && rdma_accept(child, NULL) == 0) {
+			e = next_event(ch, WAIT_MS);
+			if (e && e->event == RDMA_CM_EVENT_ESTABLISHED)
+				ll->state = 2;
+			if (e)
+				rdma_ack_cm_event(e);
+		}
+		rdma_destroy_qp(child);
+		rdma_destroy_id(child);
+	} else if (e) {
+		rdma_ack_cm_event(e);
+	}
+	rdma_destroy_id(lid);
+	rdma_destroy_event_channel(ch);
+	return NULL;
+}
+
+/* perftest -R's server destroys its listener after the first connection and listens again on
+ * the same port; its client's next request may come first, and perftest 4.5's own retry is
+ * broken (issue 10). A refusal is tried again for CM_REFUSED_RETRY_NS (both transports; on
+ * iWARP a siw server refuses the TCP connection at once): a listener 80 ms late is found. */
+static void test_late_listener(void)
+{
+	printf("  a listener that comes 80 ms after the request\n");
+	struct late_listener ll = {.port = free_port(), .delay_ms = 80};
+	struct rdma_event_channel *cch;
+	struct side c = {0};
+	struct rdma_cm_id *cid = resolved_id(&cch, "127.0.0.1", ll.port);
+	side_setup(&c, cid);
+	uint64_t retries = cm_counter("refused_retries");
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, late_listener_main, &ll) == 0);
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	expect_ack(cch, RDMA_CM_EVENT_ESTABLISHED, "late listener");
+	pthread_join(t, NULL);
+	CHECK_EQ(ll.state, 2);
+	CHECK(cm_counter("refused_retries") > retries);
+	rdma_disconnect(cid);
+	struct rdma_cm_event *e = next_event(cch, WAIT_MS);
+	if (e)
+		rdma_ack_cm_event(e);
+	side_free(&c);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+}
+
 static const uint8_t ud_mapped_lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
 
 /* ---- a fake RoCE CM peer (core/gsi.h): the endpoint of a service ID sees the MADs the router
@@ -763,10 +835,14 @@ static void test_garbage(void)
 
 /* --peer listen: listens, tells the port, waits for the request, says 'R', waits to die.
  * --peer connect PORT: connects (with a QP), says 'C', waits to die. Output: fd 1. */
+static int transport_peer(int argc, char **argv);
+
 static int peer_main(int argc, char **argv)
 {
 	if (argc < 3)
 		return 2;
+	if (!strncmp(argv[2], "tr-", 3))
+		return transport_peer(argc, argv);
 	const char *t = getenv("SOFTRDMA_TRANSPORT");
 	set_transport(t ? t : "roce");
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -960,9 +1036,17 @@ connected:
 static struct rdma_cm_id *connect_as(const char *tr, const char *ip, uint16_t port,
 				     struct rdma_event_channel **ch, struct side *c)
 {
+	const char *was = getenv("SOFTRDMA_TRANSPORT");
+	char keep[16];
+	snprintf(keep, sizeof(keep), "%s", was ? was : "");
 	set_transport(tr);
 	struct rdma_cm_id *id = resolved_id(ch, ip, port);
 	side_setup(c, id);
+	/* The listener, in this same process, judges the request by its own environment. */
+	if (was)
+		setenv("SOFTRDMA_TRANSPORT", keep, 1);
+	else
+		unsetenv("SOFTRDMA_TRANSPORT");
 	REQUIRE(rdma_connect(id, NULL) == 0);
 	return id;
 }
@@ -971,6 +1055,7 @@ static void test_wildcard(void)
 {
 	printf("wildcard listener (::) for both transports and both families; mismatches\n");
 	set_transport("roce");
+	unsetenv("SOFTRDMA_TRANSPORT"); /* the listener takes both */
 	struct listener l;
 	l.ch = rdma_create_event_channel();
 	REQUIRE(l.ch && rdma_create_id(l.ch, &l.id, NULL, RDMA_PS_TCP) == 0);
@@ -1037,6 +1122,271 @@ static void test_wildcard(void)
 		set_transport(pairs[i][0]);
 		listener_free(&l);
 	}
+}
+
+/* ---- scenario: which transport, between two processes (cm.h "Which transport") ---- */
+
+/* A peer process for the transport choice: "tr-serve OPEN PORT DELAY" listens on
+ * 127.0.0.1:PORT (0: any) after DELAY ms, prints its port and accepts one connection;
+ * "tr-connect OPEN PORT" connects there. OPEN is a device the peer opens itself first with
+ * ibv_open_device (as perftest -d does), or "-"; its SOFTRDMA_TRANSPORT is the environment it
+ * was given. Each prints "D <device>" once connected, then waits to be killed. */
+static int transport_peer(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	if (strcmp(argv[3], "-")) {
+		int n;
+		struct ibv_device **l = ibv_get_device_list(&n);
+		for (int i = 0; l && i < n; i++)
+			if (!strcmp(ibv_get_device_name(l[i]), argv[3]) && !ibv_open_device(l[i]))
+				return 3;
+	}
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL, *lid = NULL;
+	struct rdma_cm_event *e;
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {4, 4, 1, 1, 0}};
+	struct sockaddr_storage a = addr_of("127.0.0.1", (uint16_t)atoi(argv[4]));
+	if (!ch || rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP))
+		return 4;
+	if (!strcmp(argv[2], "tr-serve")) {
+		usleep((useconds_t)(argc > 5 ? atoi(argv[5]) : 0) * 1000);
+		if (rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 1))
+			return 5;
+		dprintf(1, "%u\n", ntohs(rdma_get_src_port(lid)));
+		if (!(e = next_event(ch, 10000)) || e->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+			return 6;
+		id = e->id;
+		rdma_ack_cm_event(e);
+		if (rdma_create_qp(id, NULL, &qa) || rdma_accept(id, NULL))
+			return 7;
+	} else {
+		id = lid;
+		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) ||
+		    !(e = next_event(ch, 10000)) || e->event != RDMA_CM_EVENT_ADDR_RESOLVED)
+			return 5;
+		rdma_ack_cm_event(e);
+		if (rdma_resolve_route(id, 2000) || !(e = next_event(ch, 10000)) ||
+		    e->event != RDMA_CM_EVENT_ROUTE_RESOLVED)
+			return 6;
+		rdma_ack_cm_event(e);
+		if (rdma_create_qp(id, NULL, &qa) || rdma_connect(id, NULL))
+			return 7;
+	}
+	if (!(e = next_event(ch, 10000)) || e->event != RDMA_CM_EVENT_ESTABLISHED)
+		return 8;
+	dprintf(1, "D %s\n", ibv_get_device_name(id->verbs->device));
+	for (;;)
+		pause();
+}
+
+/* A peer of the transport choice with SOFTRDMA_TRANSPORT tr (NULL: none). */
+static pid_t spawn_tr_peer(const char *tr, const char *mode, const char *open, const char *port,
+			   const char *delay, int *out_fd)
+{
+	int p[2];
+	REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		if (tr)
+			setenv("SOFTRDMA_TRANSPORT", tr, 1);
+		else
+			unsetenv("SOFTRDMA_TRANSPORT");
+		execl(self_exe, self_exe, "--peer", mode, open, port, delay, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	*out_fd = p[0];
+	return pid;
+}
+
+static void sets_transport(const char *tr)
+{
+	if (tr)
+		setenv("SOFTRDMA_TRANSPORT", tr, 1);
+	else
+		unsetenv("SOFTRDMA_TRANSPORT");
+}
+
+static struct ibv_context *open_dev(const char *name)
+{
+	int n;
+	struct ibv_context *c = NULL;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	for (int i = 0; l && i < n && !c; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			c = ibv_open_device(l[i]);
+	ibv_free_device_list(l);
+	REQUIRE(c);
+	return c;
+}
+
+/* One connection between this process (SOFTRDMA_TRANSPORT tr, NULL: auto; having opened device
+ * `open` itself, or not) and a listening peer process (ptr, popen; late: it listens 80 ms
+ * after the request, perftest -R's race), in the direction `we_connect`. Both must end on
+ * device `want`; the active side, when it is this one, asks the peer (the counter `probe`
+ * moves by one) or does not (probe NULL: no probe at all). */
+static void choice(bool we_connect, const char *tr, const char *open, const char *ptr,
+		   const char *popen, bool late, const char *want, const char *probe)
+{
+	printf("  %s %s%s%s, %s %s%s%s%s: %s%s%s\n", we_connect ? "active" : "passive",
+	       tr ? tr : "auto", open ? " opened " : "", open ? open : "",
+	       we_connect ? "passive peer" : "active peer", ptr ? ptr : "auto",
+	       popen ? " opened " : "", popen ? popen : "", late ? " (late)" : "", want,
+	       probe ? ", " : "", probe ? probe : "");
+	sets_transport(tr);
+	struct ibv_context *mine = open ? open_dev(open) : NULL;
+	const char *names[] = {"probes", "probe_roce", "probe_iwarp", "probe_default"};
+	uint64_t before[4];
+	for (int i = 0; i < 4; i++)
+		before[i] = cm_counter(names[i]);
+	char line[64], port_s[16];
+	int fd;
+	pid_t pid;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *e;
+	struct side c = {0};
+	dev_name = want;
+	if (we_connect) {
+		uint16_t port = late ? free_port() : 0;
+		snprintf(port_s, sizeof(port_s), "%u", port);
+		pid = spawn_tr_peer(ptr, "tr-serve", popen ? popen : "-", port_s, late ? "80" : "0",
+				    &fd);
+		if (!late) {
+			REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS));
+			port = (uint16_t)atoi(line);
+		}
+		REQUIRE(ch = rdma_create_event_channel());
+		REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+		struct sockaddr_storage a = addr_of("127.0.0.1", port);
+		REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
+		expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "choice");
+		REQUIRE(rdma_resolve_route(id, 2000) == 0);
+		expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "choice");
+		side_setup(&c, id);
+		REQUIRE(rdma_connect(id, NULL) == 0);
+	} else {
+		struct listener l;
+		l.ch = rdma_create_event_channel();
+		REQUIRE(l.ch && rdma_create_id(l.ch, &l.id, NULL, RDMA_PS_TCP) == 0);
+		struct sockaddr_storage a = addr_of("127.0.0.1", 0);
+		REQUIRE(rdma_bind_addr(l.id, (struct sockaddr *)&a) == 0 &&
+			rdma_listen(l.id, 1) == 0);
+		snprintf(port_s, sizeof(port_s), "%u", ntohs(rdma_get_src_port(l.id)));
+		pid = spawn_tr_peer(ptr, "tr-connect", popen ? popen : "-", port_s, "0", &fd);
+		e = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "choice");
+		id = e->id;
+		rdma_ack_cm_event(e);
+		side_setup(&c, id);
+		REQUIRE(rdma_accept(id, NULL) == 0);
+		rdma_destroy_id(l.id); /* the child stays */
+		ch = l.ch;
+	}
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, "choice");
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), want));
+	do /* (a late listener's port line first) */
+		REQUIRE(read_line(fd, line, sizeof(line), WAIT_MS));
+	while (line[0] != 'D');
+	char peer_dev[32] = "";
+	if (sscanf(line, "D %31s", peer_dev) != 1 || strcmp(peer_dev, want))
+		fprintf(stderr, "  the peer says '%s'\n", line);
+	CHECK(!strcmp(peer_dev, want));
+	for (int i = 0; i < 4; i++) {
+		uint64_t d = cm_counter(names[i]) - before[i];
+		bool moves = probe && (i == 0 || !strcmp(names[i], probe));
+		if (d != (moves ? 1u : 0u))
+			fprintf(stderr, "  %s moved by %llu\n", names[i], (unsigned long long)d);
+		CHECK_EQ(d, moves ? 1 : 0);
+	}
+	kill_peer(pid);
+	close(fd);
+	side_free(&c);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	if (mine)
+		ibv_close_device(mine);
+}
+
+/* The listener comes between the probe's two answers (qperf sends its port before it
+ * listens): RoCE says "nobody", then TCP is accepted (every softrdma listener takes its TCP
+ * port, RoCE-only ones too). RoCE is asked again, under a new Request ID, and now knows the
+ * listener: RoCE, not iWARP. Played with a TCP socket and the service ID's endpoint. */
+static void test_probe_race(void)
+{
+	printf("  a RoCE listener that comes between the probe's answers\n");
+	unsetenv("SOFTRDMA_TRANSPORT");
+	uint16_t port;
+	int tfd = raw_listener(&port);
+	int sfd = fake_listen(RDMA_PS_TCP, port);
+	uint64_t roce = cm_counter("probe_roce");
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	REQUIRE(ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	struct sockaddr_storage a = addr_of("127.0.0.1", port);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) == 0);
+	struct gsi_frame f;
+	struct cm_mad m;
+	uint32_t first = 0;
+	int n = 0;
+	struct rdma_cm_event *e = NULL;
+	for (int i = 0; i < 40 && !e; i++) {
+		if (fake_recv(sfd, &f, &m, 50) && m.attr == CM_ATTR_SIDR_REQ) {
+			struct cm_mad rep = {
+			    .attr = CM_ATTR_SIDR_REP, .tid = m.tid, .local_id = m.local_id};
+			rep.sidr_status = n++ == 0 ? CM_SIDR_UNSUPPORTED : CM_SIDR_REJECT;
+			if (n == 1)
+				first = m.local_id;
+			else
+				CHECK(m.local_id != first); /* a new question */
+			fake_answer(&f, &rep);
+		}
+		e = next_event(ch, 0);
+	}
+	if (!e)
+		e = next_event(ch, WAIT_MS);
+	REQUIRE(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(e);
+	CHECK(n >= 2);
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "roce_lo"));
+	CHECK_EQ(cm_counter("probe_roce"), roce + 1);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+	close(sfd);
+	close(tfd);
+}
+
+/* Where one address has both devices (127.0.0.1: roce_lo, iwarp_lo) the transport follows
+ * SOFTRDMA_TRANSPORT, else the device the program opened itself, else the peer: a listener
+ * takes both, an active side asks (RoCE if the peer's RoCE CM has the listener, iWARP if
+ * only TCP answers). Two processes each time, every direction; peers that speak one
+ * transport only; a listener that comes late. */
+static void test_transport_choice(void)
+{
+	printf("which transport: forced, the device opened, the peer's answer\n");
+	/* This side asks; the listener speaks one transport, or both. */
+	choice(true, NULL, NULL, "iwarp", NULL, false, "iwarp_lo", "probe_iwarp");
+	choice(true, NULL, NULL, "roce", NULL, false, "roce_lo", "probe_roce");
+	choice(true, NULL, NULL, NULL, NULL, false, "roce_lo", "probe_roce");
+	choice(true, NULL, NULL, NULL, "iwarp_lo", false, "iwarp_lo", "probe_iwarp");
+	choice(true, NULL, NULL, NULL, "roce_lo", false, "roce_lo", "probe_roce");
+	/* perftest -R against an iWARP-only server that listens a moment late. */
+	choice(true, NULL, NULL, "iwarp", NULL, true, "iwarp_lo", "probe_iwarp");
+	/* This side settled: no question. */
+	choice(true, "iwarp", NULL, NULL, NULL, false, "iwarp_lo", NULL);
+	choice(true, NULL, "iwarp_lo", NULL, NULL, false, "iwarp_lo", NULL);
+	choice(true, NULL, "roce_lo", NULL, NULL, false, "roce_lo", NULL);
+	/* This side listens on both: the active peer decides. */
+	choice(false, NULL, NULL, "iwarp", NULL, false, "iwarp_lo", NULL);
+	choice(false, NULL, NULL, "roce", NULL, false, "roce_lo", NULL);
+	choice(false, NULL, NULL, NULL, "iwarp_lo", false, "iwarp_lo", NULL);
+	choice(false, NULL, NULL, NULL, NULL, false, "roce_lo", NULL);
+	/* This listener opened iwarp_lo: iWARP only, and the asking peer finds that out. */
+	choice(false, NULL, "iwarp_lo", NULL, NULL, false, "iwarp_lo", NULL);
+	test_probe_race();
+	unsetenv("SOFTRDMA_TRANSPORT");
 }
 
 /* ---- scenario: the synchronous API (rdma_server / rdma_client) ---- */
@@ -1536,9 +1886,11 @@ static void *ud_sync_server_main(void *arg)
 	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP}, *res;
 	char port[16];
 	snprintf(port, sizeof(port), "%u", ss->port);
-	ss->state = -1;
-	if (rdma_getaddrinfo("127.0.0.1", port, &hints, &res))
+	/* (state stays 0 until listening or failed: the test waits while it is 0) */
+	if (rdma_getaddrinfo("127.0.0.1", port, &hints, &res)) {
+		ss->state = -1;
 		return NULL;
+	}
 	struct ibv_qp_init_attr attr = {
 	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
 	struct rdma_cm_id *lid, *id;
@@ -1559,6 +1911,8 @@ static void *ud_sync_server_main(void *arg)
 out_lid:
 	rdma_destroy_ep(lid);
 out:
+	if (ss->state == 0)
+		ss->state = -1;
 	rdma_freeaddrinfo(res);
 	return NULL;
 }
@@ -1636,8 +1990,48 @@ static void test_addrinfo(void)
 	CHECK_EQ(res->ai_family, AF_INET6);
 	CHECK_EQ(res->ai_src_len, sizeof(struct sockaddr_in6));
 	rdma_freeaddrinfo(res);
-	CHECK_EQ(rdma_getaddrinfo("no.such.host.invalid", "9", &hints, &res), EAI_NONAME);
+	/* Names too, as librdmacm's (getaddrinfo; libfabric asks for "localhost"), but not with
+	 * RAI_NUMERICHOST: EAI_NONAME, and errno says so (libfabric reports errno). */
+	REQUIRE(rdma_getaddrinfo("localhost", NULL, &hints, &res) == 0);
+	CHECK(res->ai_src_addr && (res->ai_family == AF_INET || res->ai_family == AF_INET6));
+	CHECK_EQ(res->ai_flags, RAI_PASSIVE);
+	rdma_freeaddrinfo(res);
+	hints.ai_flags = RAI_PASSIVE | RAI_NUMERICHOST;
+	errno = 0;
+	CHECK_EQ(rdma_getaddrinfo("localhost", "9", &hints, &res), EAI_NONAME);
+	CHECK_EQ(errno, ENOENT);
+	hints.ai_flags = RAI_PASSIVE;
 	CHECK_EQ(rdma_getaddrinfo("127.0.0.1", "port", &hints, &res), EAI_SERVICE);
+	hints.ai_family = AF_IB;
+	CHECK_EQ(rdma_getaddrinfo("127.0.0.1", "9", &hints, &res), EAI_FAMILY);
+	hints.ai_family = AF_UNSPEC;
+	errno = 0;
+	CHECK_EQ(rdma_getaddrinfo(NULL, NULL, NULL, &res), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* Active, by name, with a source address in the hints: both come back. */
+	struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct rdma_addrinfo ah = {.ai_family = AF_INET,
+				   .ai_src_addr = (struct sockaddr *)&src,
+				   .ai_src_len = sizeof(src)};
+	REQUIRE(rdma_getaddrinfo("localhost", "7471", &ah, &res) == 0);
+	CHECK_EQ(res->ai_family, AF_INET);
+	CHECK_EQ(res->ai_flags, 0);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+	CHECK_EQ(res->ai_port_space, RDMA_PS_TCP);
+	REQUIRE(res->ai_dst_addr && res->ai_src_addr);
+	CHECK_EQ(((struct sockaddr_in *)res->ai_dst_addr)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	CHECK_EQ(ntohs(((struct sockaddr_in *)res->ai_dst_addr)->sin_port), 7471);
+	CHECK_EQ(res->ai_src_len, sizeof(src));
+	rdma_freeaddrinfo(res);
+	/* Neither node nor service: the hints' own addresses and types. */
+	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(9)};
+	ah.ai_dst_addr = (struct sockaddr *)&dst;
+	ah.ai_dst_len = sizeof(dst);
+	ah.ai_port_space = RDMA_PS_UDP;
+	REQUIRE(rdma_getaddrinfo(NULL, NULL, &ah, &res) == 0);
+	CHECK(res->ai_dst_addr && res->ai_src_addr && res->ai_port_space == RDMA_PS_UDP);
+	CHECK_MEM(res->ai_dst_addr, &dst, sizeof(dst));
+	rdma_freeaddrinfo(res);
 	hints.ai_port_space = RDMA_PS_UDP;
 	hints.ai_flags = 0;
 	REQUIRE(rdma_getaddrinfo("127.0.0.1", "9", &hints, &res) == 0);
@@ -1723,6 +2117,129 @@ static void test_destroy_race(void)
 	CHECK_EQ(got + blocked, 60);
 }
 
+/* Every call that takes an id, on one that is not live (destroyed, or garbage): each fails
+ * with ENOENT (cm.h "The application's handles") and none reads through the pointer. */
+static void calls_on_stale_id(struct rdma_cm_id *id, const char *what)
+{
+	struct sockaddr_storage a = addr_of("127.0.0.1", 9);
+	struct rdma_conn_param p = {0};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {1, 1, 1, 1, 0}};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 1, .max_sge = 1}};
+	struct ibv_qp_attr attr;
+	int mask, one = 1, n = 0, bad = 0;
+	struct rdma_cm_id *child = NULL;
+#define STALE(call)                                                                                \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		n++;                                                                               \
+		if ((call) != -1 || errno != ENOENT) {                                             \
+			bad++;                                                                     \
+			fprintf(stderr, "%s: %s: errno %d\n", what, #call, errno);                 \
+		}                                                                                  \
+	} while (0)
+	STALE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000));
+	STALE(rdma_bind_addr(id, (struct sockaddr *)&a));
+	STALE(rdma_resolve_route(id, 2000));
+	STALE(rdma_listen(id, 1));
+	STALE(rdma_connect(id, &p));
+	STALE(rdma_accept(id, &p));
+	STALE(rdma_reject(id, NULL, 0));
+	STALE(rdma_disconnect(id));
+	STALE(rdma_establish(id));
+	STALE(rdma_notify(id, IBV_EVENT_COMM_EST));
+	STALE(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)));
+	STALE(rdma_migrate_id(id, NULL));
+	STALE(rdma_create_qp(id, NULL, &qa));
+	STALE(rdma_create_srq(id, NULL, &sa));
+	STALE(rdma_init_qp_attr(id, &attr, &mask));
+	STALE(rdma_get_request(id, &child));
+	struct ibv_ece ece = {.vendor_id = 1};
+	STALE(rdma_set_local_ece(id, &ece));
+	STALE(rdma_get_remote_ece(id, &ece));
+	STALE(rdma_destroy_id(id));
+#undef STALE
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(n, 19);
+	CHECK_EQ(rdma_get_src_port(id), 0);
+	CHECK_EQ(rdma_get_dst_port(id), 0);
+	rdma_destroy_qp(id); /* void: nothing happens */
+	rdma_destroy_srq(id);
+	rdma_destroy_ep(id);
+}
+
+/* Issue 10: perftest 4.5, after a failed rdma_cm connection (rdma_connect EINVAL, or REJECTED
+ * because its server was not listening yet), destroys its ids and channel, frees the array
+ * that holds the ids, and retries: rdma_resolve_addr on whatever it reads there, on the
+ * destroyed channel. softrdma crashed in rdma_resolve_addr. Now: every call on a destroyed or
+ * never created id, channel or event fails (ENOENT, EBADF, EINVAL), and the calls a failed
+ * (rejected) id does not allow fail with EINVAL, whatever their order. */
+static void test_stale_handles(void)
+{
+	printf("calls on failed and destroyed ids, channels and events\n");
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id = resolved_id(&ch, "127.0.0.1", free_port());
+	/* perftest's first failure: more READs than the device takes (EINVAL). */
+	struct rdma_conn_param many = {.responder_resources = 254, .initiator_depth = 254};
+	struct side c = {0};
+	side_setup(&c, id);
+	errno = 0;
+	CHECK_EQ(rdma_connect(id, &many), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* Its second: nobody listens (REJECTED); then calls the state does not allow. */
+	REQUIRE(rdma_connect(id, NULL) == 0);
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_REJECTED, "nobody listens");
+	CHECK_EQ(rdma_ack_cm_event(e), 0);
+	errno = 0;
+	CHECK_EQ(rdma_ack_cm_event(e), -1); /* acked already */
+	CHECK_EQ(errno, EINVAL);
+	struct sockaddr_storage a = addr_of("127.0.0.1", 9);
+	CHECK_EQ(rdma_connect(id, NULL), -1);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), -1);
+	CHECK_EQ(rdma_resolve_route(id, 2000), -1);
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), -1);
+	CHECK_EQ(rdma_listen(id, 1), -1);
+	CHECK_EQ(rdma_accept(id, NULL), -1);
+	CHECK_EQ(rdma_reject(id, NULL, 0), -1);
+	CHECK_EQ(rdma_establish(id), -1);
+	rdma_disconnect(id); /* allowed or not: it returns */
+	side_free(&c);
+	rdma_destroy_qp(id);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+
+	/* What perftest does next, and then everything else, on the destroyed id. */
+	calls_on_stale_id(id, "destroyed id");
+	/* The pointers perftest reads from its freed array may be anything. */
+	static int not_an_id[64];
+	struct rdma_cm_id *garbage[] = {(struct rdma_cm_id *)(uintptr_t)0x10,
+					(struct rdma_cm_id *)(uintptr_t)0xdead0000beef0,
+					(struct rdma_cm_id *)not_an_id};
+	for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++)
+		calls_on_stale_id(garbage[i], "garbage id");
+	CHECK_EQ(not_an_id[0], 0); /* never written */
+	/* The destroyed channel: EBADF, and destroying it again does nothing. */
+	errno = 0;
+	CHECK_EQ(rdma_get_cm_event(ch, &e), -1);
+	CHECK_EQ(errno, EBADF);
+	struct rdma_cm_id *nid = NULL;
+	errno = 0;
+	CHECK_EQ(rdma_create_id(ch, &nid, NULL, RDMA_PS_TCP), -1);
+	CHECK_EQ(errno, EBADF);
+	rdma_destroy_event_channel(ch);
+	/* New ids do not take the destroyed one's address soon (a stale pointer does not name
+	 * a live id): the memory is held back for CM_QUARANTINE frees. */
+	ch = rdma_create_event_channel();
+	REQUIRE(ch);
+	struct rdma_cm_id *ids[8];
+	for (int i = 0; i < 8; i++) {
+		REQUIRE(rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP) == 0);
+		CHECK(ids[i] != id);
+	}
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(rdma_destroy_id(ids[i]), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_api(void)
 {
 	printf("API: channels, options, addresses, devices\n");
@@ -1789,6 +2306,15 @@ static void test_api(void)
 	CHECK(e->status < 0);
 	rdma_ack_cm_event(e);
 	CHECK_EQ(rdma_resolve_route(id, 1000), -1); /* no address: EINVAL */
+	/* A loopback address no device has binds as the kernel's wildcard (cma_any_addr): no
+	 * device, where it failed with EADDRNOTAVAIL (libfabric binds "localhost" so). */
+	struct rdma_cm_id *lo2;
+	REQUIRE(rdma_create_id(ch, &lo2, NULL, RDMA_PS_TCP) == 0);
+	a = addr_of("127.0.0.2", 0);
+	REQUIRE(rdma_bind_addr(lo2, (struct sockaddr *)&a) == 0);
+	CHECK(lo2->verbs == NULL);
+	CHECK(ntohs(rdma_get_src_port(lo2)) != 0);
+	CHECK_EQ(rdma_destroy_id(lo2), 0);
 	/* 127.0.0.1 is on roce_lo and iwarp_lo: SOFTRDMA_TRANSPORT decides. */
 	a = addr_of("127.0.0.1", 0);
 	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
@@ -1806,12 +2332,42 @@ static void test_api(void)
 	CHECK_EQ(rdma_destroy_id(id), 0);
 	setenv("SOFTRDMA_TRANSPORT", "iwarp", 1);
 	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
-	REQUIRE(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "loopback");
 	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "iwarp_lo"));
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	/* The wildcard as destination resolves locally (the kernel's cma_resolve_loopback). */
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+	a = addr_of("0.0.0.0", 9);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "any");
+	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), "iwarp_lo"));
+	CHECK_EQ(id->route.addr.dst_sin.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
 	CHECK_EQ(rdma_destroy_id(id), 0);
 	set_transport("roce");
 	CHECK(!strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED"));
 	CHECK(!strcmp(rdma_event_str((enum rdma_cm_event_type)99), "UNKNOWN EVENT"));
+
+	/* rdma_bind_addr to port 0 picks the port at once, as the kernel's rdma_cm (qperf -cm1
+	 * sends it to its client before it listens); rdma_listen keeps it. */
+	struct rdma_cm_id *b1, *b2;
+	REQUIRE(rdma_create_id(ch, &b1, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_create_id(ch, &b2, NULL, RDMA_PS_TCP) == 0);
+	a = addr_of("0.0.0.0", 0);
+	REQUIRE(rdma_bind_addr(b1, (struct sockaddr *)&a) == 0);
+	REQUIRE(rdma_bind_addr(b2, (struct sockaddr *)&a) == 0);
+	uint16_t p1 = ntohs(rdma_get_src_port(b1)), p2 = ntohs(rdma_get_src_port(b2));
+	CHECK(p1 != 0 && p2 != 0 && p1 != p2);
+	REQUIRE(rdma_listen(b1, 1) == 0);
+	CHECK_EQ(ntohs(rdma_get_src_port(b1)), p1);
+	a = addr_of("127.0.0.1", 0);
+	struct rdma_cm_id *b3;
+	REQUIRE(rdma_create_id(ch, &b3, NULL, RDMA_PS_TCP) == 0);
+	REQUIRE(rdma_bind_addr(b3, (struct sockaddr *)&a) == 0);
+	CHECK(ntohs(rdma_get_src_port(b3)) != 0);
+	CHECK_EQ(rdma_destroy_id(b3), 0);
+	CHECK_EQ(rdma_destroy_id(b2), 0);
+	CHECK_EQ(rdma_destroy_id(b1), 0);
 
 	/* rdma_destroy_id waits until the id's events are acked; rdma_migrate_id moves a
 	 * listener's events to another channel. */
@@ -1886,7 +2442,9 @@ int main(int argc, char **argv)
 
 	test_addrinfo();
 	test_api();
+	test_stale_handles();
 	test_wildcard();
+	test_transport_choice();
 	static const char *const transports[] = {"roce", "iwarp"};
 	for (int i = 0; i < 2; i++) {
 		set_transport(transports[i]);
@@ -1896,6 +2454,7 @@ int main(int argc, char **argv)
 		test_connect("::1");
 		test_reject();
 		test_no_listener();
+		test_late_listener();
 		test_silent_peer();
 		test_garbage();
 		test_peer_killed();

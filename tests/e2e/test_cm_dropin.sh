@@ -34,19 +34,19 @@ trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT
 fail=0 runs=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
-# One server/client pair. $1 transport, $2 label, $3 awk program that exits 0 when the
+# One server/client pair. $1 transport (roce, iwarp, auto; or SERVER/CLIENT), $2 label, $3 awk program that exits 0 when the
 # outputs are sane (file names: server output first, then the client's; for a failure: a
 # pattern the client's output must match, or empty), $4 expected outcome (ok, or fail: a clean
 # failure), $5 server command, $6 client command; PORT in the commands becomes a random port.
 pair() {
 	local tr=$1 label=$2 check=$3 want=$4 scmd=$5 ccmd=$6
-	local port=$((20000 + RANDOM % 12000))
+	local port=$((20000 + RANDOM % 12000)) str=${1%/*} ctr=${1#*/}
 	runs=$((runs + 1))
 	local t0=$(date +%s%N)
-	timeout 60 "$build/softrdma" run --transport "$tr" -- ${scmd//PORT/$port} >"$dir/srv" 2>&1 &
+	timeout 60 "$build/softrdma" run --transport "$str" -- ${scmd//PORT/$port} >"$dir/srv" 2>&1 &
 	srv=$!
 	sleep 0.3
-	timeout 60 "$build/softrdma" run --transport "$tr" -- ${ccmd//PORT/$port} >"$dir/cli" 2>&1
+	timeout 60 "$build/softrdma" run --transport "$ctr" -- ${ccmd//PORT/$port} >"$dir/cli" 2>&1
 	local rc=$?
 	if [ "$want" = fail ]; then
 		kill "$srv" 2>/dev/null
@@ -159,6 +159,31 @@ for tr in roce iwarp; do
 			"mckey -m $grp -b 127.0.0.1" "mckey -m $grp -b 127.0.0.1 -s"
 	fi
 done
+# Which transport (README "rdma_cm"), no --transport: perftest opens -d iwarp_lo itself, and
+# rdma_cm follows on both sides (ib_read_lat -R used to get RoCE, then EINVAL); rping opens
+# no device: a client asks the peer (SOFTRDMA_CM_DEBUG shows the connections' transport).
+iw_lat_ok='FNR == 1 {f++; h = 0} /\(iWARP, ESTABLISHED\)/ {iw[f]++} /\(RoCE, ESTABLISHED\)/ {ro[f]++}
+	f == 2 && /#bytes/ {h = 1; next} f == 2 && h && NF >= 6 && $1 ~ /^[0-9]+$/ && !t {t = $5}
+	END { if (SHOW) print t " us typical, iWARP on both sides"; exit !(t + 0 > 0 && iw[1] && iw[2] && !ro[1] && !ro[2]) }'
+rping_tr() { # $1 the transport both ends must report
+	echo "FNR == 1 {f++} /\\($1, ESTABLISHED\\)/ {e[f]++} /\\(($2), ESTABLISHED\\)/ {x[f]++}
+	f == 2 && /^ping data: rdma-ping-[0-9]+: / {c++}
+	END { if (SHOW) print c \" pings, $1 on both sides\"; exit !(c == 10 && e[1] && e[2] && !x[1] && !x[2]) }"
+}
+export SOFTRDMA_CM_DEBUG=1
+pair auto "ib_read_lat -R -d iwarp_lo (no --transport)" "$iw_lat_ok" ok \
+	"ib_read_lat -R -d iwarp_lo -p PORT -n 500" "ib_read_lat -R -d iwarp_lo -p PORT -n 500 127.0.0.1"
+pair iwarp/auto "rping, iWARP-only server, client asks" "$(rping_tr iWARP RoCE)" ok \
+	"rping -s -a 127.0.0.1 -p PORT -C 10 -v" "rping -c -a 127.0.0.1 -p PORT -C 10 -v"
+pair roce/auto "rping, RoCE-only server, client asks" "$(rping_tr RoCE iWARP)" ok \
+	"rping -s -a 127.0.0.1 -p PORT -C 10 -v" "rping -c -a 127.0.0.1 -p PORT -C 10 -v"
+pair auto/iwarp "rping, server takes both, iWARP client" "$(rping_tr iWARP RoCE)" ok \
+	"rping -s -a 127.0.0.1 -p PORT -C 10 -v" "rping -c -a 127.0.0.1 -p PORT -C 10 -v"
+# rdma_create_ep's listener on 127.0.0.1 takes both; rdma_get_request gives an iWARP request
+# a QP of its own device (the listener's PD is RoCE's).
+pair auto/iwarp "rdma_server on 127.0.0.1 (both), iWARP rdma_client" "$rdma_ok" ok \
+	"rdma_server -s 127.0.0.1 -p PORT" "rdma_client -s 127.0.0.1 -p PORT"
+unset SOFTRDMA_CM_DEBUG
 # rsockets (librdmacm's own protocol over RC QPs) are not implemented: rstream fails cleanly.
 pair roce "rstream (rsockets: not implemented)" "rsocket failed: Function not implemented" fail \
 	"rstream -p PORT" "rstream -s 127.0.0.1 -p PORT"

@@ -14,6 +14,9 @@
  *     limit 64, local ACK timeout 19, the flow label from the ports, rdma_cm's IP header with
  *     the id's source port); the kernel's REP -> the QP at RTS with the same PSN rule, the RTU;
  *     an XRC initiator's REQ says XRC (transport 3, extended type 1);
+ *   which transport (cm_probe.c): softrdma's resolve, where 127.0.0.1 has both devices, asks
+ *     with a SIDR_REQ for the listener's service ID (rdma_cm's IP header, P_Key) and takes
+ *     the kernel's answer for an RC listener (SIDR_REP status 2) as RoCE;
  *   nobody listens: the kernel's REQ gets REJ 8 for it (remote ID = its local ID, REQ
  *     rejected); a DREQ for an unknown comm ID gets a DREP. */
 #define _GNU_SOURCE
@@ -206,8 +209,14 @@ static void test_passive(int tag_fd, uint16_t tag)
 	struct cm_mad req = kernel_req((uint32_t)tag << 16 | 0x101, port);
 	struct cm_cma_hdr h;
 	REQUIRE(cm_cma_hdr_parse(req.pd, &h) == 0);
-	wire_send(&req);
-	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	/* Sent again until answered, as the kernel's CM does (a datagram can be lost: to a
+	 * socket of a process that is just going away, under load). */
+	struct rdma_cm_event *e = NULL;
+	for (int i = 0; i < 5 && !e; i++) {
+		wire_send(&req);
+		e = next_event(ch, 1000);
+	}
+	REQUIRE(e && e->event == RDMA_CM_EVENT_CONNECT_REQUEST);
 	struct rdma_cm_id *child = e->id;
 	CHECK_EQ(e->param.conn.private_data_len, 56);
 	CHECK_EQ(e->param.conn.qp_num, req.qpn);
@@ -300,6 +309,28 @@ static void test_passive(int tag_fd, uint16_t tag)
 	rdma_destroy_event_channel(ch);
 }
 
+/* rdma_resolve_addr's question (cm_probe.c): a SIDR_REQ for the service ID, answered as the
+ * kernel's IB CM answers it for an RC listener (cma_ib_req_handler refuses SIDR: status 2). */
+static void answer_probe(int sid_fd, uint16_t port)
+{
+	struct cm_mad q;
+	REQUIRE(ep_next(sid_fd, &q, WAIT_MS));
+	CHECK_EQ(q.attr, CM_ATTR_SIDR_REQ);
+	CHECK_EQ(q.service_id, (uint64_t)RDMA_PS_TCP << 16 | port);
+	CHECK_EQ(q.pkey, 0xFFFF);
+	struct cm_cma_hdr h;
+	CHECK_EQ(cm_cma_hdr_parse(q.pd, &h), 0);
+	CHECK_MEM(h.src, lo, 16);
+	CHECK_MEM(h.dst, lo, 16);
+	struct cm_mad rep;
+	memset(&rep, 0, sizeof(rep));
+	rep.attr = CM_ATTR_SIDR_REP;
+	rep.tid = q.tid;
+	rep.local_id = q.local_id; /* the Request ID */
+	rep.sidr_status = CM_SIDR_REJECT;
+	wire_send(&rep);
+}
+
 static void test_active(int tag_fd, uint16_t tag)
 {
 	printf("softrdma connects, the kernel's REP\n");
@@ -312,8 +343,12 @@ static void test_active(int tag_fd, uint16_t tag)
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons(port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	uint64_t probes = cm_counter("probe_roce");
 	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	answer_probe(sid_fd, port);
 	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	CHECK_EQ(cm_counter("probe_roce"), probes + 1);
+	CHECK(!strcmp(ibv_get_device_name(id->verbs->device), "roce_lo"));
 	REQUIRE(rdma_resolve_route(id, 1000) == 0);
 	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct ibv_cq *cq;
