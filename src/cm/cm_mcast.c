@@ -72,7 +72,6 @@ static bool zero_addr(const uint8_t g[16])
 
 static int join(struct rdma_cm_id *rid, const struct sockaddr *addr, uint16_t flags, void *context)
 {
-	struct cm_id *id = (struct cm_id *)rid;
 	size_t alen = addr_len(addr);
 	/* librdmacm: a known address family; the kernel's ucma: one of the two join states. */
 	if (!rid || !alen)
@@ -83,10 +82,14 @@ static int join(struct rdma_cm_id *rid, const struct sockaddr *addr, uint16_t fl
 	bool v6;
 	group_of(addr, g, &v6);
 	cm_lock();
+	struct cm_id *id = cm_id_live(rid); /* cm.h "The application's handles" */
 	int err = 0;
 	/* rdma_join_multicast: a device, an address bound or resolved, a UD id; then the
 	 * transport: iWARP has no multicast (neither RoCE nor IB multicast: -ENOSYS). */
-	if (!id->dev || (id->state != CM_BOUND && id->state != CM_ADDR_RESOLVED) || !cm_is_ud(id))
+	if (!id)
+		err = ENOENT;
+	else if (!id->dev || (id->state != CM_BOUND && id->state != CM_ADDR_RESOLVED) ||
+		 !cm_is_ud(id))
 		err = EINVAL;
 	else if (id->tr != CM_TR_ROCE)
 		err = ENOSYS;
@@ -153,11 +156,15 @@ CM_ALIAS(join_multicast_ex);
 
 int sr_rdma_leave_multicast(struct rdma_cm_id *rid, struct sockaddr *addr)
 {
-	struct cm_id *id = (struct cm_id *)rid;
 	size_t alen = addr_len(addr);
 	if (!rid || !alen)
 		return fail(EINVAL);
 	cm_lock();
+	struct cm_id *id = cm_id_live(rid);
+	if (!id) {
+		cm_unlock();
+		return fail(ENOENT);
+	}
 	struct cm_mc **pp = &id->mcs, *mc;
 	while ((mc = *pp) && (mc->addrlen < alen || memcmp(mc->addr, addr, alen)))
 		pp = &mc->next;

@@ -13,7 +13,8 @@
  *   - a synchronous id (no channel) joins: the event is in id->event, the QP attached;
  *   - a "group" that is not multicast: the attach fails when the event is taken, which turns it
  *     into MULTICAST_ERROR (status -1), as librdmacm does;
- *   - bad arguments (EINVAL, EOPNOTSUPP for unknown join attributes, ENOSYS on iWARP). */
+ *   - bad arguments (EINVAL, EOPNOTSUPP for unknown join attributes, ENOENT for a destroyed id,
+ *     ENOSYS on iWARP). */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -459,6 +460,16 @@ static void bad_arguments(void)
 	CHECK_EQ(rdma_join_multicast(id, (struct sockaddr *)&g, NULL), -1);
 	CHECK_EQ(errno, EINVAL);
 	CHECK_EQ(rdma_destroy_id(id), 0);
+
+	/* A destroyed id (cm.h "The application's handles"): ENOENT. */
+	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == 0);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	errno = 0;
+	CHECK_EQ(rdma_join_multicast(id, (struct sockaddr *)&g, NULL), -1);
+	CHECK_EQ(errno, ENOENT);
+	errno = 0;
+	CHECK_EQ(rdma_leave_multicast(id, (struct sockaddr *)&g), -1);
+	CHECK_EQ(errno, ENOENT);
 
 	/* iWARP: no multicast (the kernel's rdma_cm on siw: ENOSYS). */
 	setenv("SOFTRDMA_TRANSPORT", "iwarp", 1);
