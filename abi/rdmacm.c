@@ -3,7 +3,7 @@
  * that a process has one copy of softrdma and one set of its state. Every function of
  * librdmacm.map (rdma-core 44; abi/librdmacm.map) is here with librdmacm's signature:
  *   - the rdma_cm calls forward to their sr_rdma_* twin;
- *   - rsockets (r*) and multicast are not implemented: they fail with ENOSYS
+ *   - rsockets (r*) are not implemented: they fail with ENOSYS
  *     after a one-time message naming the function (rpoll is imported by rping and udaddy,
  *     which never call it). */
 #include <errno.h>
@@ -231,29 +231,23 @@ int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	return sr_rdma_get_remote_ece(id, ece);
 }
 
-/* ---- not implemented: ENOSYS ---- */
-
 int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
-	(void)id, (void)addr, (void)context;
-	NOSYS("rdma_join_multicast");
-	return -1;
+	return sr_rdma_join_multicast(id, addr, context);
 }
 
 int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *attr,
 			   void *context)
 {
-	(void)id, (void)attr, (void)context;
-	NOSYS("rdma_join_multicast_ex");
-	return -1;
+	return sr_rdma_join_multicast_ex(id, attr, context);
 }
 
 int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
-	(void)id, (void)addr;
-	NOSYS("rdma_leave_multicast");
-	return -1;
+	return sr_rdma_leave_multicast(id, addr);
 }
+
+/* ---- not implemented: ENOSYS ---- */
 
 /* rsockets */
 

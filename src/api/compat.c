@@ -264,22 +264,6 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 	return NULL;
 }
 
-int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return EOPNOTSUPP;
-}
-
-int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return EOPNOTSUPP;
-}
-
 int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp;

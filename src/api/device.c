@@ -5,6 +5,7 @@
  * (DESIGN.md "Devices and addressing"). */
 #define _GNU_SOURCE
 #include "api/api.h"
+#include "core/mgroup.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -314,6 +315,10 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_srq_sge = ENG_MAX_SGE;
 	a->max_pkeys = 1;
 	a->max_ah = CORE_MAX_AH; /* UD address handles (core.h) */
+	/* UD multicast, with rxe's limits (core/mgroup.h; mcast.c) */
+	a->max_mcast_grp = CORE_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = CORE_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = CORE_MAX_TOTAL_MCAST_QP_ATTACH;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 	if (dev->iwarp) {
@@ -324,8 +329,11 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 		a->max_qp_init_rd_atom = IW_MAX_ORD;
 		a->max_res_rd_atom = (CORE_MAX_QP - 1) * IW_MAX_IRD;
 		a->atomic_cap = IBV_ATOMIC_NONE;
-		a->max_ah = 0; /* connected only: no UD */
-		a->max_mw = 0; /* no memory windows (siw has none) */
+		a->max_ah = 0;	      /* connected only: no UD */
+		a->max_mw = 0;	      /* no memory windows (siw has none) */
+		a->max_mcast_grp = 0; /* no multicast (siw has none) */
+		a->max_mcast_qp_attach = 0;
+		a->max_total_mcast_qp_attach = 0;
 	}
 	return 0;
 }
@@ -471,6 +479,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	 * packets (for applications that always poll; passive RDMA targets then stall). */
 	const char *pt = getenv("SOFTRDMA_PROGRESS_THREAD");
 	cfg.no_thread = pt && !strcmp(pt, "0");
+	cfg.ifindex = (int)if_nametoindex(dev->ifname); /* multicast joins and sends */
 	const char *port = getenv("SOFTRDMA_UDP_PORT");
 	if (port)
 		cfg.port = (uint16_t)atoi(port);

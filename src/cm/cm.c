@@ -555,9 +555,10 @@ void sr_rdma_destroy_event_channel(struct rdma_event_channel *channel)
 CM_ALIAS(destroy_event_channel);
 
 /* cm_event_post / cm_event_post_ud: the event's param is conn or ud (one of them, or none). */
-static void event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
-		       int status, const struct rdma_conn_param *param,
-		       const struct rdma_ud_param *ud, const void *pd, size_t pd_len)
+static struct cm_event *event_post(struct cm_id *owner, struct cm_id *evid,
+				   enum rdma_cm_event_type type, int status,
+				   const struct rdma_conn_param *param,
+				   const struct rdma_ud_param *ud, const void *pd, size_t pd_len)
 {
 	struct cm_channel *ch = owner->ch;
 	struct cm_id *about = evid ? evid : owner;
@@ -567,10 +568,10 @@ static void event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_eve
 			cm_state_name(about->state), sr_rdma_event_str(type), status,
 			!ch || owner->destroying ? " (dropped: no channel)" : "");
 	if (!ch || owner->destroying)
-		return;
+		return NULL;
 	struct cm_event *e = calloc(1, sizeof(*e));
 	if (!e)
-		return;
+		return NULL;
 	if (pd_len > CM_PD_MAX)
 		pd_len = CM_PD_MAX;
 	e->ev.id = evid ? &evid->id : &owner->id;
@@ -603,6 +604,7 @@ static void event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_eve
 		/* Cannot happen short of 200 KB of unread events; the reader still finds the
 		 * event at its next byte. */
 	}
+	return e;
 }
 
 void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
@@ -611,10 +613,11 @@ void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_t
 	event_post(owner, evid, type, status, param, NULL, pd, pd_len);
 }
 
-void cm_event_post_ud(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
-		      int status, const struct rdma_ud_param *ud, const void *pd, size_t pd_len)
+struct cm_event *cm_event_post_ud(struct cm_id *owner, struct cm_id *evid,
+				  enum rdma_cm_event_type type, int status,
+				  const struct rdma_ud_param *ud, const void *pd, size_t pd_len)
 {
-	event_post(owner, evid, type, status, NULL, ud, pd, pd_len);
+	return event_post(owner, evid, type, status, NULL, ud, pd, pd_len);
 }
 
 static struct cm_event *channel_pop(struct cm_channel *ch)
@@ -691,6 +694,8 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 			e->owner->ev_reported++;
 			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
 				((struct cm_id *)e->ev.id)->listener = NULL;
+			if (e->mc)
+				cm_mc_retrieved(e); /* cm_mcast.c: attaches the QP */
 			cm_unlock();
 			*event = &e->ev;
 			return 0;
@@ -717,6 +722,8 @@ static bool ack_locked(struct cm_event *e)
 		return false;
 	*pp = e->out_next;
 	e->owner->ev_acked++;
+	if (e->mc)
+		cm_mc_acked(e);
 	pthread_cond_broadcast(&cm.cond);
 	free(e);
 	return true;
@@ -733,8 +740,9 @@ int sr_rdma_ack_cm_event(struct rdma_cm_event *event)
 }
 CM_ALIAS(ack_cm_event);
 
-/* Unretrieved events of id (its own, and those naming it) leave its channel. */
-static void purge_events(struct cm_id *id)
+/* Unretrieved events of id (its own, and those naming it; with mc, only that group's) leave
+ * its channel. */
+void cm_purge_events(struct cm_id *id, const struct cm_mc *mc)
 {
 	struct cm_channel *ch = id->ch;
 	if (!ch)
@@ -743,7 +751,7 @@ static void purge_events(struct cm_id *id)
 	struct cm_event **pp = &ch->head, *last = NULL;
 	while (*pp) {
 		struct cm_event *e = *pp;
-		if (e->owner == id || e->ev.id == &id->id) {
+		if (mc ? e->mc == mc : e->owner == id || e->ev.id == &id->id) {
 			*pp = e->next;
 			free(e);
 			n++;
@@ -773,9 +781,14 @@ const char *sr_rdma_event_str(enum rdma_cm_event_type event)
 }
 CM_ALIAS(event_str);
 
+void cm_wait(void)
+{
+	pthread_cond_wait(&cm.cond, &cm.lock);
+}
+
 /* librdmacm ucma_complete: a synchronous id waits for its next event; a failure status
  * becomes errno (REJECTED: ECONNREFUSED). */
-static int sync_complete(struct cm_id *id)
+int cm_sync_complete(struct cm_id *id)
 {
 	if (!id->sync)
 		return 0;
@@ -974,7 +987,7 @@ static void orphan_children(struct cm_id *lis)
 			continue;
 		c->listener = NULL;
 		if (c->state == CM_INCOMING || c->state == CM_REQ_RCVD) {
-			purge_events(c);
+			cm_purge_events(c, NULL);
 			if (c->tr == CM_TR_ROCE && c->state == CM_REQ_RCVD)
 				cm_roce_reject(c, NULL, 0);
 			else if (c->tr == CM_TR_IWARP && c->state == CM_REQ_RCVD)
@@ -997,7 +1010,7 @@ int sr_rdma_destroy_id(struct rdma_cm_id *rid)
 		ack_locked((struct cm_event *)id->id.event);
 		id->id.event = NULL;
 	}
-	purge_events(id);
+	cm_purge_events(id, NULL);
 	id->destroying = true;
 	if (id->state == CM_LISTEN) {
 		listeners_close(id);
@@ -1010,6 +1023,7 @@ int sr_rdma_destroy_id(struct rdma_cm_id *rid)
 	cm_conn_drop(id, true);
 	while (id->ev_acked != id->ev_reported)
 		pthread_cond_wait(&cm.cond, &cm.lock);
+	cm_mc_free_all(id);
 	id_free(id);
 	cm_unlock();
 	return 0;
@@ -1270,7 +1284,7 @@ int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 			cm_addr_resolved(id, d);
 	}
 	cm_unlock();
-	return sync_complete(id);
+	return cm_sync_complete(id);
 }
 CM_ALIAS(resolve_addr);
 
@@ -1309,7 +1323,7 @@ int sr_rdma_resolve_route(struct rdma_cm_id *rid, int timeout_ms)
 	id->state = CM_ROUTE_RESOLVED;
 	cm_event_post(id, NULL, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL, 0);
 	cm_unlock();
-	return sync_complete(id);
+	return cm_sync_complete(id);
 }
 CM_ALIAS(resolve_route);
 
@@ -1528,7 +1542,7 @@ int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 		return fail(-r);
 	}
 	cm_unlock();
-	return sync_complete(id);
+	return cm_sync_complete(id);
 }
 CM_ALIAS(connect);
 
@@ -1645,7 +1659,7 @@ int sr_rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 	cm_unlock();
 	if (err)
 		return fail(err);
-	return sync_complete(id);
+	return cm_sync_complete(id);
 }
 CM_ALIAS(accept);
 
@@ -1687,7 +1701,7 @@ int sr_rdma_disconnect(struct rdma_cm_id *rid)
 	cm_unlock();
 	if (r < 0)
 		return fail(-r);
-	return sync_complete(id);
+	return cm_sync_complete(id);
 }
 CM_ALIAS(disconnect);
 

@@ -116,8 +116,26 @@
  * (the kernel's port spaces are separate); a request of the other kind finds no listener of
  * its service ID (REJ 8 / SIDR status 1).
  *
+ * ---- Multicast (UD ids, RoCEv2): cm_mcast.c ----
+ * As the kernel's rdma_cm on a RoCE device (cma_iboe_join_multicast: no SA, the MGID from the
+ * IP address, the join local) with librdmacm's part (rdma_join_multicast2, ucma_process_join,
+ * rdma_leave_multicast): rdma_join_multicast / _ex (join flags FULLMEMBER, SENDONLY_FULLMEMBER)
+ * on a UD id bound to a device (BOUND or ADDR_RESOLVED) queue RDMA_CM_EVENT_MULTICAST_JOIN at
+ * once, param.ud: ah_attr is_global, dgid the MGID (::ffff:a.b.c.d, or the IPv6 address), sgid
+ * the id's address, hop limit 64, traffic class 0, dlid 0 (no LIDs on RoCE: the kernel's
+ * RoCE AH has none), qp_num 0xFFFFFF, qkey RDMA_UDP_QKEY, private_data the join's context.
+ * When the application takes the event (rdma_get_cm_event) the id's QP is attached
+ * (ibv_attach_mcast, which joins the IP group on the device's interface, io/mcast.h) unless
+ * the join is send-only; a refused attach turns the event into MULTICAST_ERROR (status -1,
+ * errno set), as librdmacm does. rdma_leave_multicast detaches the QP, drops the group's
+ * events not yet taken, waits for those taken to be acknowledged, and forgets the group
+ * (another address: EADDRNOTAVAIL). rdma_destroy_id forgets them all (the QP stays attached
+ * until it is detached or destroyed, as with the kernel's verbs). Beyond the kernel, which
+ * answers ENOTSUPP for IPv6 groups on RoCEv2, IPv6 groups work as IPv4 ones. iWARP ids:
+ * ENOSYS, as the kernel's rdma_cm on siw (no multicast).
+ *
  * ---- Not here ----
- * Multicast (mckey), ECE, rsockets: the shim (abi/rdmacm.c) fails them with ENOSYS. SIDR to a
+ * ECE, rsockets: the shim (abi/rdmacm.c) fails rsockets with ENOSYS. SIDR to a
  * PS_IB listener (the kernel's PS_IB takes both kinds). XRC ids (RoCE: cm_qp.c) are connected
  * as RC ones with the REQ's transport XRC (ext. type 1), as the kernel's CM sends it.
  *
@@ -251,9 +269,12 @@ struct cm_dev {
 	uint8_t gid[16][16];
 };
 
+struct cm_mc;
+
 struct cm_event {
 	struct rdma_cm_event ev; /* first: the application's pointer */
 	struct cm_id *owner;	 /* whose ack count it is (the listener for CONNECT_REQUEST) */
+	struct cm_mc *mc;	 /* MULTICAST_JOIN / _ERROR: the group it is about (cm_mcast.c) */
 	struct cm_channel *ch;	 /* queued on, until retrieved */
 	bool retrieved;
 	struct cm_event *out_next; /* retrieved, not yet acked (the process's list) */
@@ -361,6 +382,8 @@ struct cm_id {
 	int sid_fd;		/* listener: its service ID's endpoint (gsi_ep_open_sid), or -1 */
 	uint64_t peer_check_at; /* connected to a process on this host: when to see it lives */
 
+	struct cm_mc *mcs; /* multicast groups joined (cm_mcast.c) */
+
 	struct cm_id *next;
 };
 
@@ -403,9 +426,20 @@ struct cm_id *cm_id_new_sync(void *context, enum rdma_port_space ps);
 void cm_event_post(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
 		   int status, const struct rdma_conn_param *param, const void *pd, size_t pd_len);
 
-/* The same for the events of UD ids, whose parameters are param.ud (ud NULL: zeros). */
-void cm_event_post_ud(struct cm_id *owner, struct cm_id *evid, enum rdma_cm_event_type type,
-		      int status, const struct rdma_ud_param *ud, const void *pd, size_t pd_len);
+/* The same for the events of UD ids, whose parameters are param.ud (ud NULL: zeros). Returns
+ * the event queued, or NULL (no channel, the owner is being destroyed, no memory). */
+struct cm_event *cm_event_post_ud(struct cm_id *owner, struct cm_id *evid,
+				  enum rdma_cm_event_type type, int status,
+				  const struct rdma_ud_param *ud, const void *pd, size_t pd_len);
+/* Drops the id's events not yet retrieved (its own and those naming it; with mc, only that
+ * group's) from its channel. Under the lock. */
+void cm_purge_events(struct cm_id *id, const struct cm_mc *mc);
+/* Waits on the CM's condition (signalled at every acknowledgement), under the lock. */
+void cm_wait(void);
+/* librdmacm ucma_complete: a synchronous id (no channel of the application's) retrieves its
+ * next event and returns -1 with errno from a failure status; 0 otherwise and for other ids.
+ * Under no lock. */
+int cm_sync_complete(struct cm_id *id);
 
 /* A UD id (RDMA_PS_UDP / RDMA_PS_IPOIB: librdmacm's rdma_create_id gives it IBV_QPT_UD). */
 static inline bool cm_is_ud(const struct cm_id *id)
@@ -479,6 +513,15 @@ bool cm_probe_sidr_rep(uint32_t req_id, const uint8_t src[16], uint8_t status, u
 void cm_probe_free(struct cm_id *id, bool atfork);
 /* Starts QP1 on every RoCE device (a wildcard listener). */
 void cm_gsi_start_all(void);
+
+/* ---- cm_mcast.c: multicast joins (UD ids, RoCE) ---- */
+/* rdma_get_cm_event took e (e->mc set): count it, and for MULTICAST_JOIN attach the QP. Under
+ * the lock. */
+void cm_mc_retrieved(struct cm_event *e);
+/* rdma_ack_cm_event of e (e->mc set). Under the lock. */
+void cm_mc_acked(struct cm_event *e);
+/* rdma_destroy_id: forgets the id's groups (their events are gone). Under the lock. */
+void cm_mc_free_all(struct cm_id *id);
 
 /* ---- cm_roce.c: rdma_cm over the IB CM's MADs ---- */
 /* rdma_connect: sends the REQ / SIDR_REQ. 0 or a negative errno (nothing sent). */

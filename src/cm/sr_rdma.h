@@ -58,6 +58,11 @@ int sr_rdma_getaddrinfo(const char *node, const char *service, const struct rdma
 			struct rdma_addrinfo **res);
 void sr_rdma_freeaddrinfo(struct rdma_addrinfo *res);
 int sr_rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);
+/* cm_mcast.c: multicast (RoCE UD ids). */
+int sr_rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context);
+int sr_rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
+			      void *context);
+int sr_rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr);
 /* cm_ece.c: ECE is taken and checked, never carried (the peer's reads as none). */
 int sr_rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
 int sr_rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece);

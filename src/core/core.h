@@ -27,6 +27,7 @@ struct core_config {
 	uint16_t port;		/* UDP port, 0 = 4791 */
 	const char *fault_spec; /* io/fault.h syntax, or NULL (then $SOFTRDMA_FAULT is read) */
 	bool no_thread;		/* tests: no progress thread, the caller drives core_progress */
+	int ifindex;		/* the device's interface (multicast joins and sends), 0: none */
 };
 
 /* Where a connected QP's packets go (from its address vector). */
@@ -90,6 +91,19 @@ int core_ah_create(struct core_ctx *c, const struct core_path *path, uint32_t *h
 /* Frees a handle; unknown handles are ignored. */
 void core_ah_destroy(struct core_ctx *c, uint32_t handle);
 
+/* ---- multicast (UD; core/mgroup.h, io/mcast.h) ----
+ * Attaches the UD QP qpn to the group mgid (IPv4-mapped 224.0.0.0/4 or IPv6 ff00::/8): the
+ * context's socket for the group joins it on the device's interface at the first QP, and every
+ * datagram to the group with DestQP 0xFFFFFF is then handed to each attached QP. Sends need
+ * nothing: a UD WR whose address handle names the group goes there (and comes back to the
+ * host's members, the sender's own QPs included, as with rxe). Under the lock, after core_start.
+ * Returns 0 (also when attached already), -EINVAL (no such UD QP, not a multicast GID),
+ * -ENOMEM (the limits of mgroup.h), or the system's error from joining (io_mcast_join). */
+int core_mcast_attach(struct core_ctx *c, uint32_t qpn, const uint8_t mgid[16]);
+/* Detaches it; the last QP of the group closes its socket (leaving the group). 0, or -EINVAL
+ * when qpn is not attached to mgid. core_qp_detach detaches a QP from all its groups. */
+int core_mcast_detach(struct core_ctx *c, uint32_t qpn, const uint8_t mgid[16]);
+
 /* The eng_env.wake callback target: queues the QP for output. */
 void core_qp_wake(struct core_ctx *c, struct eng_qp *qp);
 
@@ -133,6 +147,11 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_unknown_qp, "packets dropped: no such destination QP")                                \
 	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \
 	X(rx_wrong_peer, "packets dropped: source address is not the QP's peer")                   \
+	X(rx_mcast, "datagrams received on multicast group sockets")                               \
+	X(rx_mcast_bad_qpn, "multicast datagrams dropped: DestQP is not 0xFFFFFF")                 \
+	X(rx_mcast_no_group, "multicast datagrams dropped: no QP of the context in the group")     \
+	X(rx_mcast_unicast, "packets dropped: DestQP 0xFFFFFF to a unicast address")               \
+	X(mcast_deliveries, "multicast datagrams handed to attached QPs (one per QP)")             \
 	X(tx_errors, "packets not sent: socket error")                                             \
 	X(tx_bad_ah, "UD packets not sent: address handle destroyed, or no socket for its family") \
 	X(gsi_routed, "CM MADs to QP1 passed to the process they are for (core/gsi.h)")            \

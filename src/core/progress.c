@@ -17,8 +17,10 @@
 
 #include "io/fault.h"
 #include "io/io.h"
+#include "io/mcast.h"
 #include "wire/roce/roce.h"
 #include "core/gsi.h"
+#include "core/mgroup.h"
 
 #define BATCH 32
 /* Room for the largest packet: headers, 4096 bytes of payload, pad, ICRC. */
@@ -79,6 +81,11 @@ struct core_ctx {
 	struct io_fault *fault;
 	struct io_udp *io6; /* IPv6: opened at the first QP with an IPv6 path, same slot */
 	struct io_fault *fault6;
+	/* UD multicast: the group sockets (opened at the first attach, then kept; published with
+	 * release for the progress thread's arming) and which QPs are attached to which group. */
+	struct io_mcast *mc;
+	struct core_mgroups mg;
+	bool mc_armed;
 	bool tx_v6; /* family of the packets in the transmit batch */
 	uint32_t qpn_base;
 	struct core_qp qps[CORE_MAX_QP];
@@ -190,6 +197,11 @@ void core_qp_detach(struct core_ctx *c, uint32_t qpn)
 	for (int f = 0; f < FAM__COUNT; f++)
 		if (s->ud_ref[f])
 			io_udp_sport_put(io_of(c, f == FAM_V6), s->ud_ref[f]);
+	/* Its multicast attachments go with it, as uverbs detaches them at destroy. */
+	uint8_t mgid[16];
+	while (core_mg_first_of(&c->mg, qpn, mgid) == 0)
+		if (core_mg_detach(&c->mg, mgid, qpn) == 1)
+			io_mcast_leave(c->mc, mgid);
 	/* Unlink from the run list. */
 	struct core_qp **pp = &c->run_head;
 	c->run_tail = NULL;
@@ -276,6 +288,56 @@ int core_qp_set_ud(struct core_ctx *c, uint32_t qpn)
 		}
 	}
 	return 0;
+}
+
+/* epoll data: the IPv4 and IPv6 sockets, the kick eventfd, the multicast group sockets. */
+#define EV_SOCK4 0u
+#define EV_KICK	 1u
+#define EV_SOCK6 2u
+#define EV_MCAST 3u
+
+int core_mcast_attach(struct core_ctx *c, uint32_t qpn, const uint8_t mgid[16])
+{
+	struct core_qp *s = slot_of(c, qpn);
+	if (!s || !s->qp || !s->ud || !io_mcast_gid_is_mcast(mgid))
+		return -EINVAL;
+	if (!c->mc) {
+		struct io_mcast_config mcfg = {.ifindex = c->cfg.ifindex,
+					       .port = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT,
+					       .rcvbuf = 4 << 20};
+		struct io_mcast *m;
+		int r = io_mcast_open(&mcfg, &m);
+		if (r < 0)
+			return r;
+		if (c->epfd >= 0) {
+			struct epoll_event ev = {.events = 0, .data.u32 = EV_MCAST};
+			if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, io_mcast_fd(m), &ev) != 0) {
+				r = -errno;
+				io_mcast_close(m);
+				return r;
+			}
+		}
+		/* The progress thread arms it without the lock (arm_socket). */
+		__atomic_store_n(&c->mc, m, __ATOMIC_RELEASE);
+	}
+	int r = core_mg_attach(&c->mg, mgid, qpn);
+	if (r == 1) {
+		/* A new group for this context: its socket joins on the device's interface. */
+		int j = io_mcast_join(c->mc, mgid);
+		if (j < 0) {
+			core_mg_detach(&c->mg, mgid, qpn);
+			return j;
+		}
+	}
+	return r < 0 ? r : 0;
+}
+
+int core_mcast_detach(struct core_ctx *c, uint32_t qpn, const uint8_t mgid[16])
+{
+	int r = core_mg_detach(&c->mg, mgid, qpn);
+	if (r == 1)
+		io_mcast_leave(c->mc, mgid);
+	return r < 0 ? r : 0;
 }
 
 static struct core_ah *ah_lookup(struct core_ctx *c, uint32_t handle)
@@ -591,9 +653,11 @@ static void build_grh(uint8_t grh[ENG_GRH_LEN], const struct io_pkt *p, uint16_t
 	h[11] = (uint8_t)~sum;
 }
 
-static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
+/* Parses a datagram and checks its ICRC: true when it is a good RoCEv2 packet (*pkt filled,
+ * *ip_id the IPv4 ID the check solved), else counted and false. */
+static bool parse_checked(struct core_ctx *c, const struct io_pkt *p, struct roce_pkt *pkt,
+			  uint16_t *ip_id)
 {
-	struct roce_pkt pkt;
 	static const enum core_counter parse_counter[ROCE_ERR__COUNT] = {
 	    [ROCE_ERR_TRUNCATED] = CORE_CNT_rx_truncated,
 	    [ROCE_ERR_UNKNOWN_OPCODE] = CORE_CNT_rx_unknown_opcode,
@@ -601,18 +665,33 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	    [ROCE_ERR_BAD_PAD] = CORE_CNT_rx_bad_pad,
 	    [ROCE_ERR_UNEXPECTED_PAYLOAD] = CORE_CNT_rx_unexpected_payload,
 	};
-	enum roce_parse_err perr = roce_parse(p->buf, p->len, &pkt);
+	enum roce_parse_err perr = roce_parse(p->buf, p->len, pkt);
 	if (perr != ROCE_ERR_NONE) {
 		c->counters[parse_counter[perr]]++;
-		return;
+		return false;
 	}
 	struct roce_envelope env = {
 	    .ipv6 = p->ipv6, .df = true, .sport = p->sport, .dport = p->dport};
 	memcpy(env.src, p->src, 16);
 	memcpy(env.dst, p->dst, 16);
-	uint16_t ip_id = 0;
-	if (roce_icrc_check(&env, p->buf, p->len, &ip_id) != 0) {
+	*ip_id = 0;
+	if (roce_icrc_check(&env, p->buf, p->len, ip_id) != 0) {
 		c->counters[CORE_CNT_rx_bad_icrc]++;
+		return false;
+	}
+	return true;
+}
+
+static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
+{
+	struct roce_pkt pkt;
+	uint16_t ip_id;
+	if (!parse_checked(c, p, &pkt, &ip_id))
+		return;
+	if (pkt.bth.dqpn == ROCE_MCAST_QPN) {
+		/* rxe_rcv_mcast_pkt: the group is the packet's destination address, and this
+		 * socket's is unicast: no group. */
+		c->counters[CORE_CNT_rx_mcast_unicast]++;
 		return;
 	}
 	if (pkt.bth.dqpn == 1) {
@@ -651,6 +730,53 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	eng_qp_input(s->qp, &pkt, now);
 }
 
+/* A datagram from a group socket: every QP of this context attached to the group gets it, in
+ * attach order, each through its own checks (state, Q_Key, receive WQE: the engine counts its
+ * drops per QP), as rxe_rcv_mcast_pkt clones the packet for each QP of the group. Other
+ * processes and contexts that joined got their own copy from the kernel (io/mcast.h). */
+static void input_mcast_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
+{
+	struct roce_pkt pkt;
+	uint16_t ip_id;
+	c->counters[CORE_CNT_rx_mcast]++;
+	if (!parse_checked(c, p, &pkt, &ip_id))
+		return;
+	/* A multicast packet carries DestQP 0xFFFFFF (spec 1.1, rxe hdr_check). */
+	if (pkt.bth.dqpn != ROCE_MCAST_QPN) {
+		c->counters[CORE_CNT_rx_mcast_bad_qpn]++;
+		return;
+	}
+	const struct core_mgroup *g = core_mg_find(&c->mg, p->dst);
+	if (!g) {
+		c->counters[CORE_CNT_rx_mcast_no_group]++;
+		return;
+	}
+	uint8_t grh[ENG_GRH_LEN];
+	build_grh(grh, p, ip_id);
+	for (uint32_t k = 0; k < g->nqp; k++) {
+		struct core_qp *s = slot_of(c, g->qpn[k]);
+		if (!s || !s->qp)
+			continue; /* cannot happen: a QP leaves its groups when it goes */
+		c->counters[CORE_CNT_mcast_deliveries]++;
+		eng_qp_input_net(s->qp, &pkt, grh, now);
+	}
+}
+
+static bool input_mcast(struct core_ctx *c, uint64_t now)
+{
+	for (int i = 0; i < BATCH; i++) {
+		c->rx[i].buf = c->rxbuf[i];
+		c->rx[i].cap = PKT_ROOM;
+	}
+	int n = io_mcast_recv(c->mc, c->rx, BATCH);
+	if (n <= 0)
+		return false;
+	c->counters[CORE_CNT_rx_packets] += (uint64_t)n;
+	for (int i = 0; i < n; i++)
+		input_mcast_one(c, &c->rx[i], now);
+	return true;
+}
+
 static bool input_from(struct core_ctx *c, struct io_udp *io, uint64_t now)
 {
 	for (int i = 0; i < BATCH; i++) {
@@ -671,6 +797,8 @@ static bool run_input(struct core_ctx *c, uint64_t now)
 	bool did = input_from(c, c->io, now);
 	if (c->io6)
 		did |= input_from(c, c->io6, now);
+	if (io_mcast_count(c->mc) > 0)
+		did |= input_mcast(c, now);
 	return did;
 }
 
@@ -769,11 +897,6 @@ int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc
 
 /* ---- progress thread ---- */
 
-/* epoll data: the IPv4 and IPv6 sockets and the kick eventfd. */
-#define EV_SOCK4 0u
-#define EV_KICK	 1u
-#define EV_SOCK6 2u
-
 static void arm_socket(struct core_ctx *c, bool arm)
 {
 	for (int f = 0; f < FAM__COUNT; f++) {
@@ -784,6 +907,13 @@ static void arm_socket(struct core_ctx *c, bool arm)
 					 .data.u32 = f == FAM_V6 ? EV_SOCK6 : EV_SOCK4};
 		epoll_ctl(c->epfd, EPOLL_CTL_MOD, io_udp_fd(io), &ev);
 		c->sock_armed[f] = arm;
+	}
+	struct io_mcast *mc = __atomic_load_n(&c->mc, __ATOMIC_ACQUIRE);
+	if (mc && arm != c->mc_armed) {
+		struct epoll_event ev = {.events = arm ? (EPOLLIN | EPOLLONESHOT) : 0,
+					 .data.u32 = EV_MCAST};
+		epoll_ctl(c->epfd, EPOLL_CTL_MOD, io_mcast_fd(mc), &ev);
+		c->mc_armed = arm;
 	}
 }
 
@@ -846,6 +976,8 @@ static void *progress_main(void *arg)
 				if (read(c->kickfd, &v, sizeof(v)) < 0) {
 					/* spurious: nothing to clear */
 				}
+			} else if (evs[i].data.u32 == EV_MCAST) {
+				c->mc_armed = false; /* one-shot fired */
 			} else {
 				/* one-shot fired */
 				c->sock_armed[evs[i].data.u32 == EV_SOCK6 ? FAM_V6 : FAM_V4] =
@@ -945,6 +1077,7 @@ int core_start(struct core_ctx *c, char *err, size_t errlen)
 	/* Room for a full window of 4 KiB packets from many QPs (the kernel may clamp it). */
 	icfg.rcvbuf = 8 << 20;
 	icfg.sndbuf = 4 << 20;
+	icfg.ifindex = c->cfg.ifindex;
 	struct io_udp *io;
 	ret = io_udp_open(&icfg, &io);
 	if (ret < 0) {
@@ -1041,6 +1174,7 @@ static int start_v6(struct core_ctx *c)
 	icfg.slot = (uint8_t)(c->qpn_base >> 16);
 	icfg.rcvbuf = 8 << 20;
 	icfg.sndbuf = 4 << 20;
+	icfg.ifindex = c->cfg.ifindex;
 	struct io_udp *io;
 	int ret = io_udp_open(&icfg, &io);
 	if (ret < 0)
@@ -1091,6 +1225,15 @@ void core_each_counter(struct core_ctx *c, core_counter_fn fn, void *arg)
 		for (int i = 0; i < IO_UDP_NCOUNTERS; i++) {
 			snprintf(name, sizeof(name), "udp6_%s",
 				 io_udp_counter_name((enum io_udp_counter)i));
+			fn(arg, name, v[i]);
+		}
+	}
+	if (c->mc) {
+		uint64_t v[IO_MCAST_NCOUNTERS];
+		io_mcast_counters(c->mc, v);
+		for (int i = 0; i < IO_MCAST_NCOUNTERS; i++) {
+			snprintf(name, sizeof(name), "mcast_%s",
+				 io_mcast_counter_name((enum io_mcast_counter)i));
 			fn(arg, name, v[i]);
 		}
 	}
@@ -1155,6 +1298,8 @@ void core_ctx_destroy(struct core_ctx *c)
 		io_udp_close(c->io6);
 	if (c->io)
 		io_udp_close(c->io);
+	io_mcast_close(c->mc);
+	core_mg_free(&c->mg);
 	pthread_mutex_destroy(&c->lock);
 	free(c->ahs);
 	free(c);

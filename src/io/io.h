@@ -157,6 +157,10 @@ struct io_udp_config {
 	const char *registry_dir;
 	/* Receive / send socket buffer sizes in bytes; 0 keeps the kernel default. */
 	int rcvbuf, sndbuf;
+	/* The device's interface: multicast leaves through it (IP_MULTICAST_IF /
+	 * IPV6_MULTICAST_IF on every sending socket; io/mcast.h). 0: the kernel picks by route
+	 * (IPv4: the interface of the bound address). */
+	int ifindex;
 };
 
 /* One packet: a UDP payload (BTH .. ICRC) and its addressing. The buffer is always the caller's. */

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "io/io_int.h"
 #include "io/steer.h"
 
 #define BTH_LEN	     12
@@ -41,6 +42,7 @@ struct io_udp {
 	uint16_t port;
 	uint8_t addr[16];
 	int rcvbuf, sndbuf;
+	int ifindex;
 	struct io_steer *steer;
 	_Atomic uint64_t cnt[IO_UDP_NCOUNTERS];
 
@@ -150,6 +152,17 @@ static int make_socket(const struct io_udp *io, bool main, int *out)
 		if (!err && main)
 			err = setopt_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
 	}
+	/* Multicast to a group (UD, io/mcast.h) leaves through the device's interface, and a copy
+	 * comes back to the host's members (IP_MULTICAST_LOOP stays on, as rxe's packets loop
+	 * back). Best effort: unicast does not need it. */
+	if (!err && io->ifindex > 0) {
+		if (io->family == AF_INET) {
+			struct ip_mreqn mr = {.imr_ifindex = io->ifindex};
+			(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr));
+		} else {
+			(void)setopt_int(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, io->ifindex);
+		}
+	}
 	/* Buffer sizes are hints: the kernel clamps them to its limits, never fails them. The
 	 * receive buffer bounds what a burst can deliver before the progress loop runs; past it
 	 * the kernel drops and RC has to retransmit, so ask beyond net.core.rmem_max when we
@@ -190,6 +203,7 @@ int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 	memcpy(io->addr, cfg->addr, 16);
 	io->rcvbuf = cfg->rcvbuf;
 	io->sndbuf = cfg->sndbuf;
+	io->ifindex = cfg->ifindex > 0 ? cfg->ifindex : 0;
 	salen = make_sockaddr(io->family, io->addr, io->port, &sa);
 	if (!salen) {
 		err = -EINVAL;
@@ -257,16 +271,16 @@ static void to_mapped(uint8_t *dst, const void *v4)
 	memcpy(dst + 12, v4, 4);
 }
 
-/* Fills the addressing of pkt from the sender's name and the control messages. */
-static void fill_rx(struct io_udp *io, struct io_pkt *pkt, const struct msghdr *mh)
+/* Fills the addressing of pkt from the sender's name and the control messages (io_int.h). */
+bool io_rx_fill(int family, uint16_t port, struct io_pkt *pkt, const struct msghdr *mh)
 {
 	bool have_dst = false;
 
-	pkt->ipv6 = io->family == AF_INET6;
-	pkt->dport = io->port;
+	pkt->ipv6 = family == AF_INET6;
+	pkt->dport = port;
 	pkt->tos = 0;
 	pkt->ttl = 0;
-	if (io->family == AF_INET) {
+	if (family == AF_INET) {
 		const struct sockaddr_in *sin = mh->msg_name;
 		to_mapped(pkt->src, &sin->sin_addr);
 		pkt->sport = ntohs(sin->sin_port);
@@ -301,7 +315,12 @@ static void fill_rx(struct io_udp *io, struct io_pkt *pkt, const struct msghdr *
 			pkt->ttl = (uint8_t)v;
 		}
 	}
-	if (!have_dst) {
+	return have_dst;
+}
+
+static void fill_rx(struct io_udp *io, struct io_pkt *pkt, const struct msghdr *mh)
+{
+	if (!io_rx_fill(io->family, io->port, pkt, mh)) {
 		/* The socket is bound to one address, so that is where the packet went. */
 		memcpy(pkt->dst, io->addr, 16);
 		cnt_add(io, IO_UDP_C_rx_no_pktinfo, 1);

@@ -8,13 +8,16 @@
 #   are not implemented: a clean ENOSYS failure), perftest with -R
 #   (ib_send_lat, ib_write_bw, ib_read_lat, ib_send_bw: sane figures), and udaddy (UD through
 #   rdma_cm, SIDR: its 10 datagrams each way over RoCE; over iWARP, which has no UD, a clean
-#   failure at rdma_create_qp with EOPNOTSUPP, as with siw).
+#   failure at rdma_create_qp with EOPNOTSUPP, as with siw), and mckey (UD multicast through
+#   rdma_cm: a receiver and a sender process joined to a group of their own, the sender's
+#   datagrams received; also with 2 ids each, 20 messages of 1 KiB; over iWARP a clean failure
+#   at rdma_create_qp, as with siw).
 # Every run must exit 0 (udaddy over iWARP: a clean non-zero exit with the expected message);
 # every process is bounded by timeout and only our own PIDs are killed. Skips (77) if rdmacm-utils or perftest are missing. In a
 # sanitizer build the library runs under ASan (preloaded), as in test_dropin.sh.
 set -u
 build=${1:?build directory}
-for p in rping ucmatose rdma_server rdma_client rdma_xserver rdma_xclient udaddy rstream ib_send_lat \
+for p in rping ucmatose rdma_server rdma_client rdma_xserver rdma_xclient udaddy mckey rstream ib_send_lat \
 	ib_write_bw ib_read_lat \
 	ib_send_bw; do
 	command -v "$p" >/dev/null || { echo "SKIP: $p not installed (scripts/install-deps.sh)"; exit 77; }
@@ -93,6 +96,11 @@ ucma_ok='FNR == 1 {f++} /data transfers complete/ {d[f]++} /return status 0/ {r[
 ud_ok='FNR == 1 {f++} f == 1 && /^receiving data transfers/ {s++} f == 1 && /^sending replies/ {s++}
 	f == 2 && /^initiating data transfers/ {c++} /^data transfers complete/ {d[f]++} /^return status 0$/ {r[f]++}
 	END { if (SHOW) print "10 datagrams each way, status 0 on both sides"; exit !(s == 2 && c == 1 && d[1] && d[2] && r[1] && r[2]) }'
+# mckey: both joined the group (dgid ::ffff:<group>), the receiver got its messages, the sender
+# sent them; both end with "return status 0".
+mc_ok='FNR == 1 {f++} /^mckey: joined dgid: ::ffff:239\./ {j[f]++} f == 1 && /^receiving data transfers/ {s++}
+	f == 2 && /^initiating data transfers/ {c++} /^data transfers complete/ {d[f]++} /^return status 0$/ {r[f]++}
+	END { if (SHOW) print "joined on both sides, the datagrams received, status 0"; exit !(j[1] && j[2] && s && c && d[1] && d[2] && r[1] && r[2]) }'
 rdma_ok='/rdma_server: end 0/ {s++} /rdma_client: end 0/ {c++} END { if (SHOW) print "end 0 on both sides"; exit !(s && c) }'
 xrdma_ok='/rdma_xserver: end 0/ {s++} /rdma_xclient: end 0/ {c++} END { if (SHOW) print "end 0 on both sides"; exit !(s && c) }'
 # perftest: the line after the header (#bytes ...) has numbers; the checked column > 0.
@@ -136,6 +144,19 @@ for tr in roce iwarp; do
 	else
 		pair "$tr" "udaddy (UD)" "unable to create QP: Operation not supported" fail \
 			"udaddy" "udaddy -s 127.0.0.1"
+	fi
+	# mckey: a group of its own per run (other programs of the host may use one too). The
+	# receiver joins first; the sender sends after its join and a 3 s pause (mckey's own).
+	grp=239.$((RANDOM % 256)).$((RANDOM % 256)).$((RANDOM % 254 + 1))
+	if [ "$tr" = roce ]; then
+		pair "$tr" "mckey (UD multicast)" "$mc_ok" ok "mckey -m $grp -b 127.0.0.1" \
+			"mckey -m $grp -b 127.0.0.1 -s"
+		pair "$tr" "mckey -c 2 -C 20 -S 1024" "$mc_ok" ok \
+			"mckey -m $grp -b 127.0.0.1 -c 2 -C 20 -S 1024" \
+			"mckey -m $grp -b 127.0.0.1 -c 2 -C 20 -S 1024 -s"
+	else
+		pair "$tr" "mckey (UD multicast)" "unable to create QP: Operation not supported" fail \
+			"mckey -m $grp -b 127.0.0.1" "mckey -m $grp -b 127.0.0.1 -s"
 	fi
 done
 # Which transport (README "rdma_cm"), no --transport: perftest opens -d iwarp_lo itself, and

@@ -26,6 +26,7 @@
 #define ROCE_MAX_HDR_LEN      80 /* rxe RXE_MAX_HDR_LENGTH: worst case BTH..ext headers */
 #define ROCE_DEFAULT_PKEY     0xFFFF
 #define ROCE_GSI_QKEY	      0x80010000u
+#define ROCE_MCAST_QPN	      0xFFFFFFu /* DestQP of multicast packets (spec 1.1) */
 
 /* BTH opcodes (IBTA 9.2, table "OpCode field"; values from ib_pack.h). UC = RC + 0x20 for
  * SEND and WRITE, UD SEND ONLY = 0x64/0x65, CNP = 0x81. XRC (IBA 9.2, transport bits 101) =
