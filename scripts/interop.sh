@@ -115,9 +115,10 @@ record() { # NAME CELL OK LOG
 # One program, both roles. pair NAME TRANSPORT READY SERVER_TEMPLATE CLIENT_TEMPLATE
 pair() {
 	local name=$1 tr=$2 ready=$3 st=$4 ct=$5 crc=${CRC:-}
+	# No --transport: rdma_cm follows the device the program opened, or asks the peer.
 	local kdev sdev kgid sgid kip sip trflag=""
 	if [ "$tr" = roce ]; then kdev=rxe0 sdev=roce_lab0 kgid=1 sgid=0 kip=$K_roce sip=$S_roce
-	else kdev=siw0 sdev=iwarp_lab0 kgid=0 sgid=0 kip=$K_iwarp sip=$S_iwarp trflag="--transport iwarp"; fi
+	else kdev=siw0 sdev=iwarp_lab0 kgid=0 sgid=0 kip=$K_iwarp sip=$S_iwarp; fi
 	local tag=$tr${crc:+-crc}
 	local role
 	for role in kserver sserver; do
@@ -235,7 +236,7 @@ if [ "$loops" -gt 0 ] && { [ -z "$only" ] || [[ "loop/rping" =~ $only ]]; }; the
 		ip netns exec $NS ip neigh flush all
 		"$G" -b vm1 "timeout 40 rping -s -a $K_iwarp -C 3 -v; echo __rc=\$?" >/dev/null 2>&1
 		guest_ready cm
-		if timeout 30 ip netns exec $NS "$SR" run --transport iwarp -- rping -c -a $K_iwarp -C 3 -v >>"$log" 2>&1; then
+		if timeout 30 ip netns exec $NS "$SR" run -- rping -c -a $K_iwarp -C 3 -v >>"$log" 2>&1; then
 			ok=$((ok + 1))
 		else
 			echo "## run $i failed" >>"$log"
