@@ -2,11 +2,48 @@
 #ifndef SOFTRDMA_IO_INT_H
 #define SOFTRDMA_IO_INT_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "io/io.h"
+
+/* The smallest datagram either takes: a BTH (anything shorter is counted as a runt). */
+#define IO_BTH_LEN 12
+
+/* Room for IP_PKTINFO / IPV6_PKTINFO + TOS / TCLASS + TTL / HOPLIMIT, with margin. */
+union io_ctl_rx {
+	struct cmsghdr align;
+	char buf[128];
+};
+
+/* One receive batch's message headers: msg[i] describes pkts[i] of the last io_rx_batch_recv
+ * (its msg_len, msg_flags, sender name and control messages). */
+struct io_rx_batch {
+	struct mmsghdr msg[IO_UDP_BATCH];
+	struct iovec iov[IO_UDP_BATCH];
+	struct sockaddr_in6 name[IO_UDP_BATCH]; /* or sockaddr_in */
+	union io_ctl_rx ctl[IO_UDP_BATCH];
+};
+
+/* One recvmmsg of up to n (<= IO_UDP_BATCH) datagrams from fd, without blocking, into
+ * pkts[i].buf (pkts[i].cap bytes each; nothing else of pkts is touched). Returns how many came
+ * (0 when none is waiting, or interrupted) or a negative errno. */
+int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n);
+
+/* Keeps pkts[i] (a datagram that passed its checks) as the next of those kept (*out): entries
+ * are swapped whole, each keeping its buffer, so no packet byte is copied (io.h). */
+static inline void io_rx_keep(struct io_pkt *pkts, int i, int *out)
+{
+	if (i != *out) {
+		struct io_pkt tmp = pkts[*out];
+		pkts[*out] = pkts[i];
+		pkts[i] = tmp;
+	}
+	(*out)++;
+}
 
 /* Fills pkt's addressing (ipv6, src, sport, dst, dport = port, tos, ttl) from a received
  * datagram's sender name and control messages (IP_PKTINFO / IPV6_PKTINFO, TOS / TCLASS, TTL /

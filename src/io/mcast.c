@@ -20,17 +20,9 @@
 #define IPV6_MULTICAST_ALL 29
 #endif
 
-#define BTH_LEN	   12
-#define RX_CTL_LEN 128
-
 struct group {
 	uint8_t gid[16];
 	int fd;
-};
-
-union ctl_rx {
-	struct cmsghdr align;
-	char buf[RX_CTL_LEN];
 };
 
 struct io_mcast {
@@ -41,10 +33,7 @@ struct io_mcast {
 	struct group *groups; /* unordered; the data path never searches it */
 	int ngroups, capgroups;
 	_Atomic uint64_t cnt[IO_MCAST_NCOUNTERS];
-	struct mmsghdr rx_msg[IO_UDP_BATCH];
-	struct iovec rx_iov[IO_UDP_BATCH];
-	struct sockaddr_in6 rx_name[IO_UDP_BATCH];
-	union ctl_rx rx_ctl[IO_UDP_BATCH];
+	struct io_rx_batch rx;
 };
 
 static const char *const counter_names[] = {
@@ -251,35 +240,20 @@ int io_mcast_fd(const struct io_mcast *m)
  * entries swapped as io_udp_recv does) or a negative errno. */
 static int recv_from(struct io_mcast *m, int fd, bool v6, struct io_pkt *pkts, int n)
 {
-	int got, out = 0;
-	for (int i = 0; i < n; i++) {
-		m->rx_iov[i].iov_base = pkts[i].buf;
-		m->rx_iov[i].iov_len = pkts[i].cap;
-		m->rx_msg[i].msg_hdr = (struct msghdr){
-		    .msg_name = &m->rx_name[i],
-		    .msg_namelen = sizeof(m->rx_name[i]),
-		    .msg_iov = &m->rx_iov[i],
-		    .msg_iovlen = 1,
-		    .msg_control = m->rx_ctl[i].buf,
-		    .msg_controllen = sizeof(m->rx_ctl[i].buf),
-		};
-	}
-	got = recvmmsg(fd, m->rx_msg, (unsigned)n, MSG_DONTWAIT, NULL);
+	int out = 0;
+	int got = io_rx_batch_recv(&m->rx, fd, pkts, n);
 	if (got < 0) {
-		int err = errno;
-		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
-			return 0;
 		cnt_add(m, IO_MCAST_C_rx_errors, 1);
-		return -err;
+		return got;
 	}
 	for (int i = 0; i < got; i++) {
-		const struct msghdr *mh = &m->rx_msg[i].msg_hdr;
-		size_t len = m->rx_msg[i].msg_len;
+		const struct msghdr *mh = &m->rx.msg[i].msg_hdr;
+		size_t len = m->rx.msg[i].msg_len;
 		if (mh->msg_flags & MSG_TRUNC) {
 			cnt_add(m, IO_MCAST_C_rx_truncated, 1);
 			continue;
 		}
-		if (len < BTH_LEN) {
+		if (len < IO_BTH_LEN) {
 			cnt_add(m, IO_MCAST_C_rx_runt, 1);
 			continue;
 		}
@@ -291,12 +265,7 @@ static int recv_from(struct io_mcast *m, int fd, bool v6, struct io_pkt *pkts, i
 				if (m->groups[g].fd == fd)
 					memcpy(pkts[i].dst, m->groups[g].gid, 16);
 		}
-		if (i != out) {
-			struct io_pkt tmp = pkts[out];
-			pkts[out] = pkts[i];
-			pkts[i] = tmp;
-		}
-		out++;
+		io_rx_keep(pkts, i, &out);
 	}
 	cnt_add(m, IO_MCAST_C_rx_packets, (uint64_t)out);
 	return out;

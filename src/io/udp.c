@@ -13,17 +13,9 @@
 #include "io/io_int.h"
 #include "io/steer.h"
 
-#define BTH_LEN	     12
 #define SPORT_RCVBUF 4096 /* source-port sockets never receive RoCE traffic */
 
-/* Room for IP_PKTINFO / IPV6_PKTINFO + TOS / TCLASS + TTL / HOPLIMIT, with margin. */
-#define RX_CTL_LEN 128
 #define TX_CTL_LEN 64
-
-union ctl_rx {
-	struct cmsghdr align;
-	char buf[RX_CTL_LEN];
-};
 
 union ctl_tx {
 	struct cmsghdr align;
@@ -54,11 +46,7 @@ struct io_udp {
 	struct sockaddr_in6 tx_name[IO_UDP_BATCH]; /* or sockaddr_in */
 	union ctl_tx tx_ctl[IO_UDP_BATCH];
 
-	/* rx side */
-	struct mmsghdr rx_msg[IO_UDP_BATCH];
-	struct iovec rx_iov[IO_UDP_BATCH];
-	struct sockaddr_in6 rx_name[IO_UDP_BATCH];
-	union ctl_rx rx_ctl[IO_UDP_BATCH];
+	struct io_rx_batch rx;
 };
 
 static const char *const counter_names[] = {
@@ -318,6 +306,28 @@ bool io_rx_fill(int family, uint16_t port, struct io_pkt *pkt, const struct msgh
 	return have_dst;
 }
 
+int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n)
+{
+	for (int i = 0; i < n; i++) {
+		b->iov[i].iov_base = pkts[i].buf;
+		b->iov[i].iov_len = pkts[i].cap;
+		b->msg[i].msg_hdr = (struct msghdr){
+		    .msg_name = &b->name[i],
+		    .msg_namelen = sizeof(b->name[i]),
+		    .msg_iov = &b->iov[i],
+		    .msg_iovlen = 1,
+		    .msg_control = b->ctl[i].buf,
+		    .msg_controllen = sizeof(b->ctl[i].buf),
+		};
+	}
+	int got = recvmmsg(fd, b->msg, (unsigned)n, MSG_DONTWAIT, NULL);
+	if (got < 0) {
+		int err = errno;
+		return err == EAGAIN || err == EWOULDBLOCK || err == EINTR ? 0 : -err;
+	}
+	return got;
+}
+
 static void fill_rx(struct io_udp *io, struct io_pkt *pkt, const struct msghdr *mh)
 {
 	if (!io_rx_fill(io->family, io->port, pkt, mh)) {
@@ -336,41 +346,25 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 		return -EINVAL;
 	if (n > IO_UDP_BATCH)
 		n = IO_UDP_BATCH;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		if (!pkts[i].buf || pkts[i].cap == 0)
 			return -EINVAL;
-		io->rx_iov[i].iov_base = pkts[i].buf;
-		io->rx_iov[i].iov_len = pkts[i].cap;
-		io->rx_msg[i].msg_hdr = (struct msghdr){
-		    .msg_name = &io->rx_name[i],
-		    .msg_namelen = sizeof(io->rx_name[i]),
-		    .msg_iov = &io->rx_iov[i],
-		    .msg_iovlen = 1,
-		    .msg_control = io->rx_ctl[i].buf,
-		    .msg_controllen = sizeof(io->rx_ctl[i].buf),
-		};
-	}
 	if (n == 0)
 		return 0;
-	got = recvmmsg(io->fd, io->rx_msg, (unsigned)n, MSG_DONTWAIT, NULL);
+	got = io_rx_batch_recv(&io->rx, io->fd, pkts, n);
 	if (got < 0) {
-		int err = errno;
-		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
-			io_steer_rx_done(io->steer);
-			return 0;
-		}
 		cnt_add(io, IO_UDP_C_rx_errors, 1);
-		return -err;
+		return got;
 	}
 	for (int i = 0; i < got; i++) {
-		const struct msghdr *mh = &io->rx_msg[i].msg_hdr;
-		size_t len = io->rx_msg[i].msg_len;
+		const struct msghdr *mh = &io->rx.msg[i].msg_hdr;
+		size_t len = io->rx.msg[i].msg_len;
 
 		if (mh->msg_flags & MSG_TRUNC) {
 			cnt_add(io, IO_UDP_C_rx_truncated, 1);
 			continue;
 		}
-		if (len < BTH_LEN) {
+		if (len < IO_BTH_LEN) {
 			cnt_add(io, IO_UDP_C_rx_runt, 1);
 			continue;
 		}
@@ -379,14 +373,7 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 		pkts[i].len = len;
 		fill_rx(io, &pkts[i], mh);
 		bytes += len;
-		if (i != out) {
-			/* Close the gap left by dropped datagrams by moving whole entries (each
-			 * keeps its buffer): no copy of packet bytes (io.h). */
-			struct io_pkt tmp = pkts[out];
-			pkts[out] = pkts[i];
-			pkts[i] = tmp;
-		}
-		out++;
+		io_rx_keep(pkts, i, &out);
 	}
 	cnt_add(io, IO_UDP_C_rx_packets, (uint64_t)out);
 	cnt_add(io, IO_UDP_C_rx_bytes, bytes);
