@@ -1,5 +1,6 @@
-/* Memory-region key table: O(1) lookup by key, validation of every access (DESIGN.md
- * decision 6: a peer can never make softrdma touch memory outside a registered region). */
+/* The key tables (regions and windows share obj_keys) and the memory-region one: O(1) lookup
+ * by key, validation of every access (DESIGN.md decision 6: a peer can never make softrdma
+ * touch memory outside a registered region). */
 #include "obj/obj.h"
 
 #include <errno.h>
@@ -11,10 +12,9 @@
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |             \
 	 IBV_ACCESS_OPTIONAL_RANGE)
 
-int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap)
+int obj_keys_init(struct obj_keys *t, uint32_t cap, uint32_t base)
 {
-	/* Region keys stay below the windows' (OBJ_MW_INDEX_BASE): a key names one table. */
-	if (cap < 2 || cap > OBJ_MW_INDEX_BASE)
+	if (cap < 2 || cap > (1u << 24) - base)
 		return -EINVAL;
 	t->slots = calloc(cap, sizeof(*t->slots));
 	t->gen = calloc(cap, 1);
@@ -25,10 +25,11 @@ int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap)
 	}
 	t->cap = cap;
 	t->used = 0;
+	t->base = base;
 	return 0;
 }
 
-void obj_mr_table_fini(struct obj_mr_table *t)
+void obj_keys_fini(struct obj_keys *t)
 {
 	free(t->slots);
 	free(t->gen);
@@ -37,36 +38,67 @@ void obj_mr_table_fini(struct obj_mr_table *t)
 	t->cap = 0;
 }
 
-int obj_mr_add(struct obj_mr_table *t, struct obj_mr *mr)
+int obj_keys_add(struct obj_keys *t, void *obj, uint32_t *key)
 {
-	/* Slot 0 is never used, so keys 0..255 are never valid. */
 	for (uint32_t i = 1; i < t->cap; i++) {
 		if (t->slots[i])
 			continue;
 		t->gen[i]++;
-		t->slots[i] = mr;
-		mr->key = (i << 8) | t->gen[i];
+		t->slots[i] = obj;
+		*key = (t->base + i) << 8 | t->gen[i];
 		t->used++;
 		return 0;
 	}
 	return -ENOMEM;
 }
 
-void obj_mr_remove(struct obj_mr_table *t, struct obj_mr *mr)
+/* The slot of key, or 0 (never used) for a key outside the table. */
+static uint32_t key_slot(const struct obj_keys *t, uint32_t key)
 {
-	uint32_t i = mr->key >> 8;
-	if (i < t->cap && t->slots[i] == mr) {
+	uint32_t i = (key >> 8) - t->base; /* wraps for keys below the base */
+	return i < t->cap ? i : 0;
+}
+
+void obj_keys_remove(struct obj_keys *t, uint32_t key, const void *obj)
+{
+	uint32_t i = key_slot(t, key);
+	if (i && t->slots[i] == obj) {
 		t->slots[i] = NULL;
 		t->used--;
 	}
 }
 
+void *obj_keys_slot(const struct obj_keys *t, uint32_t key)
+{
+	return t->slots ? t->slots[key_slot(t, key)] : NULL; /* slot 0 is always NULL */
+}
+
+int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap)
+{
+	/* Region keys stay below the windows' (OBJ_MW_INDEX_BASE): a key names one table. */
+	if (cap > OBJ_MW_INDEX_BASE)
+		return -EINVAL;
+	return obj_keys_init(&t->k, cap, 0);
+}
+
+void obj_mr_table_fini(struct obj_mr_table *t)
+{
+	obj_keys_fini(&t->k);
+}
+
+int obj_mr_add(struct obj_mr_table *t, struct obj_mr *mr)
+{
+	return obj_keys_add(&t->k, mr, &mr->key);
+}
+
+void obj_mr_remove(struct obj_mr_table *t, struct obj_mr *mr)
+{
+	obj_keys_remove(&t->k, mr->key, mr);
+}
+
 struct obj_mr *obj_mr_lookup(const struct obj_mr_table *t, uint32_t key)
 {
-	uint32_t i = key >> 8;
-	if (i == 0 || i >= t->cap)
-		return NULL;
-	struct obj_mr *mr = t->slots[i];
+	struct obj_mr *mr = obj_keys_slot(&t->k, key);
 	return (mr && mr->key == key) ? mr : NULL;
 }
 

@@ -15,27 +15,12 @@
 
 int obj_mw_table_init(struct obj_mw_table *t, uint32_t cap)
 {
-	if (cap < 2 || cap > (1u << 24) - OBJ_MW_INDEX_BASE)
-		return -EINVAL;
-	t->slots = calloc(cap, sizeof(*t->slots));
-	t->gen = calloc(cap, 1);
-	if (!t->slots || !t->gen) {
-		free(t->slots);
-		free(t->gen);
-		return -ENOMEM;
-	}
-	t->cap = cap;
-	t->used = 0;
-	return 0;
+	return obj_keys_init(&t->k, cap, OBJ_MW_INDEX_BASE);
 }
 
 void obj_mw_table_fini(struct obj_mw_table *t)
 {
-	free(t->slots);
-	free(t->gen);
-	t->slots = NULL;
-	t->gen = NULL;
-	t->cap = 0;
+	obj_keys_fini(&t->k);
 }
 
 bool obj_key_is_mw(uint32_t key)
@@ -58,44 +43,23 @@ int obj_mw_add(struct obj_mw_table *t, struct obj_mw *mw)
 {
 	if (mw->type != IBV_MW_TYPE_1 && mw->type != IBV_MW_TYPE_2)
 		return -EINVAL;
-	/* Slot 0 is never used. */
-	for (uint32_t i = 1; i < t->cap; i++) {
-		if (t->slots[i])
-			continue;
-		t->gen[i]++;
-		t->slots[i] = mw;
-		mw->key = (OBJ_MW_INDEX_BASE + i) << 8 | t->gen[i];
+	int r = obj_keys_add(&t->k, mw, &mw->key);
+	if (r == 0) {
 		mw->mr = NULL;
 		unbind(mw);
-		t->used++;
-		return 0;
 	}
-	return -ENOMEM;
-}
-
-static uint32_t slot_of(uint32_t key)
-{
-	return (key >> 8) - OBJ_MW_INDEX_BASE;
+	return r;
 }
 
 void obj_mw_remove(struct obj_mw_table *t, struct obj_mw *mw)
 {
-	uint32_t i = slot_of(mw->key);
-
 	unbind(mw);
-	if (obj_key_is_mw(mw->key) && i < t->cap && t->slots[i] == mw) {
-		t->slots[i] = NULL;
-		t->used--;
-	}
+	obj_keys_remove(&t->k, mw->key, mw);
 }
 
 struct obj_mw *obj_mw_lookup(const struct obj_mw_table *t, uint32_t key)
 {
-	uint32_t i = slot_of(key);
-
-	if (!obj_key_is_mw(key) || i == 0 || i >= t->cap)
-		return NULL;
-	struct obj_mw *mw = t->slots[i];
+	struct obj_mw *mw = obj_keys_slot(&t->k, key);
 	return (mw && mw->key == key) ? mw : NULL;
 }
 
@@ -108,8 +72,7 @@ static bool inside(uint64_t addr, uint64_t len, uint64_t base, uint64_t size)
 int obj_mw_bind(struct obj_mw_table *t, struct obj_mr *mr, uint32_t qp_pd, uint32_t qpn,
 		const struct obj_mw_bind *b)
 {
-	uint32_t i = slot_of(b->mw_rkey);
-	struct obj_mw *mw = obj_key_is_mw(b->mw_rkey) && i && i < t->cap ? t->slots[i] : NULL;
+	struct obj_mw *mw = obj_keys_slot(&t->k, b->mw_rkey);
 
 	/* -- validate (rxe_check_bind_mw) -- */
 	if (!mw || (mw->type == IBV_MW_TYPE_1 && mw->key != b->mw_rkey) ||
@@ -201,8 +164,8 @@ void *obj_mw_resolve(const struct obj_mw_table *t, uint32_t pd, uint32_t qpn, ui
 
 void obj_mw_qp_gone(struct obj_mw_table *t, uint32_t qpn)
 {
-	for (uint32_t i = 1; i < t->cap && qpn; i++) {
-		struct obj_mw *mw = t->slots[i];
+	for (uint32_t i = 1; i < t->k.cap && qpn; i++) {
+		struct obj_mw *mw = t->k.slots[i];
 
 		if (mw && mw->type == IBV_MW_TYPE_2 && mw->qpn == qpn)
 			mw->qpn = 0;

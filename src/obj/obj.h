@@ -1,5 +1,5 @@
-/* Verbs objects that do not depend on I/O: the memory-region key table and the QP state
- * machine rules. Not thread-safe: callers hold their device context's lock. */
+/* Verbs objects that do not depend on I/O: the key tables of memory regions and windows and
+ * the QP state machine rules. Not thread-safe: callers hold their device context's lock. */
 #ifndef SOFTRDMA_OBJ_H
 #define SOFTRDMA_OBJ_H
 
@@ -16,6 +16,29 @@ int obj_qp_check_modify(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_q
 			int mask);
 const char *obj_qp_state_name(enum ibv_qp_state s);
 
+/* ---- keys: the slot table under regions' and windows' keys ----
+ * key = (base + slot) << 8 | key byte. Slot 0 is never used, so no key below (base + 1) << 8
+ * is valid; a slot's key byte changes every time it is given out, so a stale key does not
+ * reach the next object in that slot. */
+struct obj_keys {
+	void **slots;
+	uint8_t *gen; /* key byte last given out per slot */
+	uint32_t cap; /* slots */
+	uint32_t used;
+	uint32_t base;
+};
+
+/* cap slots (at least 2; (base + cap) << 8 must fit 32 bits). 0, -EINVAL or -ENOMEM. */
+int obj_keys_init(struct obj_keys *t, uint32_t cap, uint32_t base);
+void obj_keys_fini(struct obj_keys *t);
+/* Puts obj (not NULL; the caller's) in a free slot and gives its key. 0, or -ENOMEM (full). */
+int obj_keys_add(struct obj_keys *t, void *obj, uint32_t *key);
+/* Empties the slot of key if it holds obj. */
+void obj_keys_remove(struct obj_keys *t, uint32_t key, const void *obj);
+/* What the slot of key holds, whatever its key byte (NULL: none, or not a key of this table):
+ * the caller compares the object's own key where the byte matters. */
+void *obj_keys_slot(const struct obj_keys *t, uint32_t key);
+
 /* ---- memory regions ---- */
 
 /* One registered region. lkey == rkey == key: (table index << 8) | key byte; the key byte
@@ -31,10 +54,7 @@ struct obj_mr {
 };
 
 struct obj_mr_table {
-	struct obj_mr **slots;
-	uint8_t *gen; /* key byte last used per slot */
-	uint32_t cap;
-	uint32_t used;
+	struct obj_keys k; /* base 0: region keys stay below the windows' */
 };
 
 int obj_mr_table_init(struct obj_mr_table *t, uint32_t cap);
@@ -78,10 +98,7 @@ struct obj_mw {
 };
 
 struct obj_mw_table {
-	struct obj_mw **slots;
-	uint8_t *gen; /* key byte given at the last allocation per slot */
-	uint32_t cap;
-	uint32_t used;
+	struct obj_keys k; /* base OBJ_MW_INDEX_BASE */
 };
 
 /* What a bind asks (one BIND_MW work request, IBA 10.6.7.2.1). */

@@ -224,7 +224,7 @@ int main(void)
 	keys();
 	type1();
 	type2();
-	CHECK_EQ(mws.used, 0);
+	CHECK_EQ(mws.k.used, 0);
 	obj_mw_table_fini(&mws);
 	obj_mr_table_fini(&mrs);
 	return check_exit();
