@@ -18,37 +18,33 @@
 
 #include <errno.h>
 
-int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
+/* Both calls: the checks of ib_attach_mcast / ib_detach_mcast (a UD QP of a RoCE device;
+ * core_mcast_* checks the GID), then the change under the context's lock. */
+static int mcast_change(struct ibv_qp *ibqp, const union ibv_gid *gid, bool attach)
 {
-	(void)lid;
 	if (!ibqp || !gid)
 		return EINVAL;
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct sr_context *ctx = qp->ctx;
 	if (ctx->dev->iwarp)
 		return EOPNOTSUPP;
-	/* ib_attach_mcast: a UD QP and (core_mcast_attach) a multicast GID. */
 	if (ibqp->qp_type != IBV_QPT_UD)
 		return EINVAL;
 	core_lock(ctx->core);
-	int r = core_mcast_attach(ctx->core, ibqp->qp_num, gid->raw);
+	int r = attach ? core_mcast_attach(ctx->core, ibqp->qp_num, gid->raw)
+		       : core_mcast_detach(ctx->core, ibqp->qp_num, gid->raw);
 	core_unlock(ctx->core);
 	return -r;
+}
+
+int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	return mcast_change(ibqp, gid, true);
 }
 
 int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)lid;
-	if (!ibqp || !gid)
-		return EINVAL;
-	struct sr_qp *qp = (struct sr_qp *)ibqp;
-	struct sr_context *ctx = qp->ctx;
-	if (ctx->dev->iwarp)
-		return EOPNOTSUPP;
-	if (ibqp->qp_type != IBV_QPT_UD)
-		return EINVAL;
-	core_lock(ctx->core);
-	int r = core_mcast_detach(ctx->core, ibqp->qp_num, gid->raw);
-	core_unlock(ctx->core);
-	return -r;
+	return mcast_change(ibqp, gid, false);
 }
