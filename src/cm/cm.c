@@ -41,7 +41,6 @@ static struct {
 	/* RoCE: this process's CM endpoint (core/gsi.h): comm IDs are tag << 16 | seq */
 	int gsi_fd;
 	uint16_t tag, seq;
-	pid_t pid; /* the process the ids belong to (a fork child's exit leaves them alone) */
 	struct cm_event *out;	     /* events handed out, not yet acked */
 	void *graves[CM_QUARANTINE]; /* freed ids and channels, zeroed (cm.h) */
 	unsigned ngraves;
@@ -176,7 +175,7 @@ static void atfork_child(void)
 			close(id->sid_fd);
 		if (id->resv_fd >= 0)
 			close(id->resv_fd);
-		cm_probe_free(id, true);
+		cm_probe_free(id);
 	}
 	if (cm.gsi_fd >= 0)
 		close(cm.gsi_fd);
@@ -835,7 +834,6 @@ static struct cm_id *id_new(struct cm_channel *ch, void *context, enum rdma_port
 	id->state = CM_IDLE;
 	id->next = cm.ids;
 	cm.ids = id;
-	cm.pid = getpid();
 	return id;
 }
 
@@ -852,7 +850,7 @@ static void id_free(struct cm_id *id)
 {
 	id_unlink(id);
 	port_release(id);
-	cm_probe_free(id, false);
+	cm_probe_free(id);
 	if (id->sync && id->ch)
 		channel_free(id->ch);
 	free(id->path);
@@ -1039,7 +1037,7 @@ CM_ALIAS(destroy_id);
  * before core's last pass (core_at_exit, priority 150), which routes what is still queued. */
 __attribute__((destructor(200))) static void cm_at_exit(void)
 {
-	if (!cm.ids || cm.pid != getpid())
+	if (!cm.ids) /* none, or a fork's child: atfork_child gave it an empty CM */
 		return;
 	if (pthread_mutex_trylock(&cm.lock) != 0)
 		return; /* a thread is inside the CM: walking its ids is not safe */

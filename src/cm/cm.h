@@ -509,8 +509,8 @@ int cm_probe_start(struct cm_id *id, struct cm_dev *roce, struct cm_dev *iwarp, 
 void cm_probe_run(struct cm_id *id, uint64_t now, uint64_t *wake);
 /* A SIDR_REP from src for request req_id: true if it answered a probe. */
 bool cm_probe_sidr_rep(uint32_t req_id, const uint8_t src[16], uint8_t status, uint64_t now);
-/* Ends the probe, if any (rdma_destroy_id; atfork: in a fork's child). */
-void cm_probe_free(struct cm_id *id, bool atfork);
+/* Ends the probe, if any (rdma_destroy_id, a fork's child): it holds nothing but memory. */
+void cm_probe_free(struct cm_id *id);
 /* Starts QP1 on every RoCE device (a wildcard listener). */
 void cm_gsi_start_all(void);
 

@@ -118,15 +118,14 @@ int cm_probe_start(struct cm_id *id, struct cm_dev *roce, struct cm_dev *iwarp, 
 	ask(id, now);
 	r = cm_kick();
 	if (r < 0) {
-		cm_probe_free(id, false);
+		cm_probe_free(id);
 		id->state = id->bound_app ? CM_BOUND : CM_IDLE;
 	}
 	return r;
 }
 
-void cm_probe_free(struct cm_id *id, bool atfork)
+void cm_probe_free(struct cm_id *id)
 {
-	(void)atfork; /* nothing but memory */
 	free(id->probe);
 	id->probe = NULL;
 }
@@ -137,7 +136,7 @@ static void decide(struct cm_id *id, enum cm_counter why, struct cm_dev *d)
 	if (getenv(CM_DEBUG_ENV))
 		fprintf(stderr, "softrdma: rdma_cm: id %p: the peer speaks %s (%s)\n", (void *)id,
 			d->iwarp ? "iWARP" : "RoCE", cm_counter_names[why]);
-	cm_probe_free(id, false);
+	cm_probe_free(id);
 	cm_addr_resolved(id, d);
 }
 
