@@ -231,6 +231,24 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 	return did;
 }
 
+/* Wakes the progress thread (it also looks at stop and the timer within WAIT_MS anyway). */
+static void kick(struct iwp *p)
+{
+	uint64_t one = 1;
+	if (write(p->kickfd, &one, sizeof(one)) < 0) {
+		/* full or closed: the thread is awake or gone */
+	}
+}
+
+/* A connection's timer (nudge, linger end) is due at t: the thread's wait ends by then. */
+static void timer_due(struct iwp *p, uint64_t t)
+{
+	uint64_t cur = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
+	if (!cur || t < cur)
+		atomic_store_explicit(&p->next_timer, t, memory_order_relaxed);
+	kick(p);
+}
+
 static uint64_t data_fpdus(const struct iw_qp *qp)
 {
 	const uint64_t *c = iw_qp_counters(qp);
@@ -445,14 +463,7 @@ void iwp_qp_detach(struct iwp *p, struct iw_qp *qp)
 			set_events(p, k, EPOLLIN);
 			lingering_pid = getpid();
 			atomic_fetch_add(&lingering, 1);
-			uint64_t t = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
-			if (!t || k->linger_until < t)
-				atomic_store_explicit(&p->next_timer, k->linger_until,
-						      memory_order_relaxed);
-			uint64_t one = 1;
-			if (write(p->kickfd, &one, sizeof(one)) < 0) {
-				/* the thread looks at the timer within WAIT_MS anyway */
-			}
+			timer_due(p, k->linger_until);
 			return;
 		}
 		*pp = k->next;
@@ -586,10 +597,7 @@ void iwp_destroy(struct iwp *p)
 	wait_lingering();
 	if (p->has_thread) {
 		atomic_store(&p->stop, true);
-		uint64_t one = 1;
-		if (write(p->kickfd, &one, sizeof(one)) < 0) {
-			/* the thread sees stop within WAIT_MS */
-		}
+		kick(p);
 		pthread_join(p->thread, NULL);
 	}
 	while (p->conns) {
@@ -758,10 +766,7 @@ int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tc
 		k->nudge_base = now;
 		k->nudge_next = now + 1000000ull;
 		k->nudge_fpdus = data_fpdus(qp);
-		uint64_t one = 1;
-		if (write(p->kickfd, &one, sizeof(one)) < 0) {
-			/* the thread looks at the timer within WAIT_MS anyway */
-		}
+		timer_due(p, k->nudge_next);
 	}
 	k->next = p->conns;
 	p->conns = k;
