@@ -19,25 +19,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "vutil.h"
 #include "cm/cm.h"
 #include "softrdma.h"
-
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int timeout_ms)
-{
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev = NULL;
-
-	if (poll(&p, 1, timeout_ms) != 1)
-		return NULL;
-	if (rdma_get_cm_event(ch, &ev) != 0)
-		return NULL;
-	return ev;
-}
 
 static bool expect(struct rdma_event_channel *ch, enum rdma_cm_event_type t, int timeout_ms,
 		   struct rdma_cm_id **id)
 {
-	struct rdma_cm_event *ev = next_event(ch, timeout_ms);
+	struct rdma_cm_event *ev = vt_cm_event(ch, timeout_ms);
 
 	if (!ev) {
 		fprintf(stderr, "no %s within %d ms\n", rdma_event_str(t), timeout_ms);
@@ -91,7 +80,7 @@ static int child(uint16_t port, bool hold)
 		char verdict = 'K';
 		if (write(1, "C", 1) != 1)
 			return 4;
-		ev = next_event(ch, 1500);
+		ev = vt_cm_event(ch, 1500);
 		if (ev) {
 			verdict = ev->event == RDMA_CM_EVENT_DISCONNECTED ? 'D' : '?';
 			rdma_ack_cm_event(ev);

@@ -49,16 +49,6 @@ static struct sockaddr_in sin_of(const char *ip, uint16_t port)
 	return s;
 }
 
-/* The next event within ms, or NULL. */
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int ms)
-{
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	if (poll(&p, 1, ms) != 1)
-		return NULL;
-	struct rdma_cm_event *e = NULL;
-	return rdma_get_cm_event(ch, &e) == 0 ? e : NULL;
-}
-
 /* A UD id with its QP, memory, and (after the join) the group's AH. */
 struct member {
 	struct rdma_event_channel *ch;
@@ -79,7 +69,7 @@ static void resolve(struct member *m, const char *group)
 	struct sockaddr_in src = sin_of("127.0.0.1", 0), dst = sin_of(group, 0);
 	REQUIRE(rdma_resolve_addr(m->id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000) ==
 		0);
-	struct rdma_cm_event *e = next_event(m->ch, WAITMS);
+	struct rdma_cm_event *e = vt_cm_event(m->ch, WAITMS);
 	REQUIRE(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED);
 	rdma_ack_cm_event(e);
 }
@@ -135,7 +125,7 @@ static void join_plain(struct member *m, void *context)
 {
 	struct sockaddr_in g = sin_of(GROUP, 0);
 	REQUIRE(rdma_join_multicast(m->id, (struct sockaddr *)&g, context) == 0);
-	struct rdma_cm_event *e = next_event(m->ch, WAITMS);
+	struct rdma_cm_event *e = vt_cm_event(m->ch, WAITMS);
 	check_join(m, e, context);
 	rdma_ack_cm_event(e);
 }
@@ -148,7 +138,7 @@ static void join_ex(struct member *m, int flags, void *context)
 					    .join_flags = (uint32_t)flags,
 					    .addr = (struct sockaddr *)&g};
 	REQUIRE(rdma_join_multicast_ex(m->id, &a, context) == 0);
-	struct rdma_cm_event *e = next_event(m->ch, WAITMS);
+	struct rdma_cm_event *e = vt_cm_event(m->ch, WAITMS);
 	check_join(m, e, context);
 	rdma_ack_cm_event(e);
 }
@@ -302,7 +292,7 @@ static void traffic(int cfd)
 	struct sockaddr_in g = sin_of(GROUP, 0);
 	REQUIRE(rdma_join_multicast(late.id, (struct sockaddr *)&g, &ctxl) == 0);
 	make_qp(&late);
-	struct rdma_cm_event *e = next_event(late.ch, WAITMS);
+	struct rdma_cm_event *e = vt_cm_event(late.ch, WAITMS);
 	check_join(&late, e, &ctxl);
 	rdma_ack_cm_event(e);
 	CHECK_EQ(child_cmd(cfd, CMD_JOIN, 0), 0);
@@ -349,7 +339,7 @@ static void traffic(int cfd)
 	resolve(&q, GROUP);
 	REQUIRE(rdma_join_multicast(q.id, (struct sockaddr *)&g, NULL) == 0);
 	CHECK_EQ(leave(&q), 0);
-	CHECK(next_event(q.ch, 100) == NULL);
+	CHECK(vt_cm_event(q.ch, 100) == NULL);
 	member_free(&q);
 
 	/* Not a multicast address: the attach at rdma_get_cm_event fails, MULTICAST_ERROR. */
@@ -358,7 +348,7 @@ static void traffic(int cfd)
 	make_qp(&u);
 	struct sockaddr_in uni = sin_of("127.0.0.9", 0);
 	REQUIRE(rdma_join_multicast(u.id, (struct sockaddr *)&uni, &u) == 0);
-	e = next_event(u.ch, WAITMS);
+	e = vt_cm_event(u.ch, WAITMS);
 	REQUIRE(e);
 	CHECK_EQ(e->event, RDMA_CM_EVENT_MULTICAST_ERROR);
 	CHECK_EQ(e->status, -1);
@@ -439,7 +429,7 @@ static void bad_arguments(void)
 	CHECK_EQ(errno, EINVAL);
 	/* BOUND to a device is enough (the kernel: ADDR_BOUND or ADDR_RESOLVED). */
 	CHECK_EQ(rdma_join_multicast(id, (struct sockaddr *)&g, NULL), 0);
-	struct rdma_cm_event *e = next_event(ch, WAITMS);
+	struct rdma_cm_event *e = vt_cm_event(ch, WAITMS);
 	CHECK(e && e->event == RDMA_CM_EVENT_MULTICAST_JOIN);
 	if (e)
 		rdma_ack_cm_event(e);
@@ -449,11 +439,11 @@ static void bad_arguments(void)
 	/* After rdma_resolve_route: no longer (the kernel: EINVAL). */
 	REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == 0);
 	REQUIRE(rdma_resolve_addr(id, (struct sockaddr *)&lo, (struct sockaddr *)&g, 2000) == 0);
-	e = next_event(ch, WAITMS);
+	e = vt_cm_event(ch, WAITMS);
 	REQUIRE(e && e->event == RDMA_CM_EVENT_ADDR_RESOLVED);
 	rdma_ack_cm_event(e);
 	REQUIRE(rdma_resolve_route(id, 2000) == 0);
-	e = next_event(ch, WAITMS);
+	e = vt_cm_event(ch, WAITMS);
 	REQUIRE(e && e->event == RDMA_CM_EVENT_ROUTE_RESOLVED);
 	rdma_ack_cm_event(e);
 	errno = 0;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "vutil.h"
 #include "engine/iw_conn.h"
 #include "wire/iwarp/iwarp.h"
 
@@ -123,12 +124,10 @@ out:
 
 static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
 {
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_event *ev = vt_cm_event(ch, 5000);
 
-	if (poll(&p, 1, 5000) != 1 || rdma_get_cm_event(ch, &ev) != 0)
-		return NULL;
-	CHECK_EQ(ev->event, t);
+	if (ev)
+		CHECK_EQ(ev->event, t);
 	return ev;
 }
 

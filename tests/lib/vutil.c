@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "vutil.h"
 
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -93,4 +94,14 @@ int vt_post_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op, vo
 	if (r)
 		CHECK(bad == &wr);
 	return r;
+}
+
+struct rdma_cm_event *vt_cm_event(struct rdma_event_channel *ch, int timeout_ms)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev = NULL;
+
+	if (poll(&p, 1, timeout_ms) != 1 || rdma_get_cm_event(ch, &ev) != 0)
+		return NULL;
+	return ev;
 }

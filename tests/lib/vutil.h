@@ -1,9 +1,11 @@
-/* Verbs plumbing shared by the end-to-end tests: clocks, patterns, bounded waits, one-SGE
- * posts. Failures stop the test (REQUIRE): a hang or a refused post is a failure. */
+/* Verbs plumbing shared by the end-to-end tests: clocks, patterns, bounded waits (completions,
+ * rdma_cm events), one-SGE posts. Failures stop the test (REQUIRE): a hang or a refused post is a
+ * failure. */
 #ifndef SOFTRDMA_TEST_VUTIL_H
 #define SOFTRDMA_TEST_VUTIL_H
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,5 +25,7 @@ void vt_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *addr, uint32_t len
  * ibv_post_send returns (and checks that *bad is the WR on failure). */
 int vt_post_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op, void *addr,
 		 uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t id);
+/* The next rdma_cm event of ch within timeout_ms (the caller acks it), or NULL. */
+struct rdma_cm_event *vt_cm_event(struct rdma_event_channel *ch, int timeout_ms);
 
 #endif
