@@ -401,6 +401,12 @@ static int sr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	core_lock(cq->ctx->core);
 	cq->ecq.armed = solicited_only ? 2 : 1;
 	core_unlock(cq->ctx->core);
+	/* The application will wait for the event rather than poll: the progress thread moves
+	 * the packets from now on (core/mover.h). */
+	if (cq->ctx->iwp)
+		iwp_app_blocks(cq->ctx->iwp);
+	else
+		core_app_blocks(cq->ctx->core);
 	return 0;
 }
 

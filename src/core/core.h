@@ -119,11 +119,18 @@ void core_flush(struct core_ctx *c);
  * (or by the progress thread if the application does not come back), which takes the ACK's
  * system call off the application's reply path. */
 int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc);
-/* Called by the application's polling threads before they poll (records that the
- * application is actively polling, which makes the progress thread back off). */
+/* Called by the application's threads before they poll or post (the application moves the
+ * packets while it does: the progress thread backs off, core/mover.h). */
 void core_note_app_poll(struct core_ctx *c);
+/* The application is about to block for a completion event: the progress thread takes over
+ * the packets now (core/mover.h). */
+void core_app_blocks(struct core_ctx *c);
 
 uint64_t core_now_ns(void);
+/* epoll_pwait2 with a timeout in ns (epoll_wait, whole milliseconds, where the kernel or
+ * valgrind lacks it); for the progress threads. */
+struct epoll_event;
+int core_epoll_nap(int epfd, struct epoll_event *evs, int max, uint64_t ns);
 
 /* Calls fn for every context-wide counter: the context's own (core_counter_names), then the
  * UDP backend's ("udp_" + name) and the fault stage's ("fault_" + name). Under the lock. */

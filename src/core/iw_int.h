@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "core/iw_progress.h"
+#include "core/mover.h"
 #include "engine/iw_conn.h"
 #include "io/tcp.h"
 
@@ -57,9 +58,9 @@ struct iwp {
 	pthread_t thread;
 	bool has_thread;
 	atomic_bool stop;
-	_Atomic uint64_t last_app;
-	uint8_t crc; /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
-	bool nudge;  /* nudge connections we initiate (SOFTRDMA_IW_NUDGE, default on) */
+	struct mover mv; /* who moves the bytes: the application or the thread */
+	uint8_t crc;	 /* enum iw_conn_crc for every handshake (SOFTRDMA_IW_CRC) */
+	bool nudge;	 /* nudge connections we initiate (SOFTRDMA_IW_NUDGE, default on) */
 	_Atomic uint64_t next_timer; /* the earliest nudge due on any connection, 0: none */
 	struct iwp_rdv *rdv;	     /* auto-connect (iw_rdv.c), created at the first QP */
 	uint64_t peer_closed;	     /* auto-connected streams the peer ended between messages */

@@ -23,10 +23,6 @@
 /* Reads the engine wants smaller than this go through the staging buffer (conn_rx). */
 #define STAGE_MIN 1024
 #define TX_BUDGET 256
-/* As progress.c: the application counts as active for this long after a post or poll, and the
- * thread naps (growing to NAP_MAX_NS) instead of competing with it for the lock. */
-#define APP_GRACE_NS 20000ull
-#define NAP_MAX_NS   1000000ull
 /* The thread's longest sleep: iWARP has no timers, this only bounds a lost wake-up. */
 #define WAIT_MS 20
 /* The handshake polls at least this often (its own deadline may be earlier). */
@@ -66,6 +62,7 @@ int iwp_create(struct core_ctx *core, struct iwp **out)
 		return -ENOMEM;
 	p->core = core;
 	p->epfd = p->kickfd = -1;
+	mover_init(&p->mv);
 	int crc = iwp_crc_policy(getenv(IWP_CRC_ENV));
 	if (crc < 0) {
 		free(p);
@@ -87,7 +84,15 @@ int iwp_create(struct core_ctx *core, struct iwp **out)
 
 void iwp_note_app(struct iwp *p)
 {
-	atomic_store_explicit(&p->last_app, core_now_ns(), memory_order_relaxed);
+	mover_note_app(&p->mv, core_now_ns());
+}
+
+static void kick(struct iwp *p);
+
+void iwp_app_blocks(struct iwp *p)
+{
+	if (p->has_thread && mover_app_blocks(&p->mv))
+		kick(p);
 }
 
 /* ---- the data path (under the lock) ---- */
@@ -498,55 +503,70 @@ static void nap_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
+/* Waits on the kick alone (the application moves the bytes: the connections are left to it)
+ * until the time runs out or a kick comes. */
+static void nap_on_kick(struct iwp *p, uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	struct pollfd k = {.fd = p->kickfd, .events = POLLIN};
+	ppoll(&k, 1, &ts, NULL);
+}
+
+/* The data-path thread: who moves the bytes, the application or this thread, is core/mover.h's
+ * policy, as for RoCE. While the application moves them the connections stay in the epoll set
+ * (their wake-up callbacks find nobody waiting) and the thread only looks whether some wait. */
 static void *iwp_main(void *arg)
 {
 	struct iwp *p = arg;
-	uint64_t nap = APP_GRACE_NS;
+	mover_thread_setup();
 	while (!atomic_load(&p->stop)) {
 		uint64_t now = core_now_ns();
-		uint64_t last = atomic_load_explicit(&p->last_app, memory_order_relaxed);
-		if (now - last < APP_GRACE_NS) {
-			/* The application moves the bytes itself while it polls or posts. */
-			nap_ns(nap);
-			nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
-			continue;
-		}
-		nap = APP_GRACE_NS;
-		struct epoll_event evs[16];
 		uint64_t timer = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
-		int wait_ms = WAIT_MS;
-		if (timer)
-			wait_ms = timer <= now ? 0
-				  : timer - now < WAIT_MS * 1000000ull
-				      ? (int)((timer - now + 999999) / 1000000)
-				      : WAIT_MS;
-		int n = epoll_wait(p->epfd, evs, 16, wait_ms);
+		struct mover_wait w =
+		    mover_plan(&p->mv, now, timer ? timer : UINT64_MAX, WAIT_MS * 1000000ull);
+		uint64_t ns = w.until > now ? w.until - now : 0;
+		struct epoll_event evs[16];
+		if (!w.on_io && ns > 0)
+			nap_on_kick(p, ns);
+		int n = core_epoll_nap(p->epfd, evs, 16, w.on_io ? ns : 0);
+		bool on_io = false;
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == p) {
 				uint64_t v;
 				if (read(p->kickfd, &v, sizeof(v)) < 0) {
 					/* already cleared */
 				}
+			} else {
+				on_io = true;
 			}
 		}
 		if (atomic_load(&p->stop))
 			break;
-		if (n <= 0 && !(timer && core_now_ns() >= timer))
+		now = core_now_ns();
+		timer = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
+		if (!mover_woke(&p->mv, now, timer ? timer : UINT64_MAX))
 			continue;
-		/* Passive side: a WRITE / READ target that does not poll. The first pass waits
-		 * for the lock (sockets stay readable until someone reads them, so giving up
-		 * would only spin); further passes only while nobody else wants it. */
-		core_lock(p->core);
+		if (!on_io && !(timer && now >= timer))
+			continue; /* nothing waits (a kick only asks for a new plan) */
+		bool waited = false;
+		if (!core_trylock(p->core)) {
+			if (!mover_lock_busy(&p->mv))
+				continue;
+			core_lock(p->core);
+			waited = true;
+		}
 		bool did = iwp_progress(p);
 		core_unlock(p->core);
 		iwp_after_unlock(p);
-		for (int i = 0; did && i < 64; i++) {
+		bool more = did;
+		for (int i = 0; more && i < 64; i++) {
 			if (!core_trylock(p->core))
 				break;
-			did = iwp_progress(p);
+			more = iwp_progress(p);
 			core_unlock(p->core);
 			iwp_after_unlock(p);
 		}
+		mover_passed(&p->mv, on_io, waited, did);
 	}
 	return NULL;
 }

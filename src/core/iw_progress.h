@@ -131,5 +131,7 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc);
 void iwp_after_unlock(struct iwp *p);
 /* The application is polling or posting (the thread stays out of its way meanwhile). */
 void iwp_note_app(struct iwp *p);
+/* The application is about to block for a completion event: the thread takes over now. */
+void iwp_app_blocks(struct iwp *p);
 
 #endif

@@ -140,6 +140,11 @@ void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg)
 	for (int i = 0; i < RC__COUNT; i++)
 		fn(arg, rdv_counter_names[i], v[i]);
 	fn(arg, "iw_peer_closed", p->peer_closed);
+	char name[64];
+	for (int i = 0; i < MOVER_NCOUNTERS; i++) {
+		snprintf(name, sizeof(name), "iw_mover_%s", mover_counter_names[i]);
+		fn(arg, name, __atomic_load_n(&p->mv.n[i], __ATOMIC_RELAXED));
+	}
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)

@@ -21,16 +21,13 @@
 #include "wire/roce/roce.h"
 #include "core/gsi.h"
 #include "core/mgroup.h"
+#include "core/mover.h"
 
 #define BATCH 32
 /* Room for the largest packet: headers, 4096 bytes of payload, pad, ICRC. */
 #define PKT_ROOM (ROCE_MAX_HDR_LEN + 4096 + 4 + ROCE_ICRC_LEN)
 /* Packets one QP may emit per pass before the others get a turn. */
 #define QP_BURST 64
-/* The application counts as polling for this long after its last poll or post. */
-#define APP_GRACE_NS 20000ull
-/* Longest nap of the progress thread while the application keeps polling. */
-#define NAP_MAX_NS 1000000ull
 /* Longest the progress thread sleeps without looking at the time. */
 #define MAX_SLEEP_NS 20000000ull
 
@@ -104,7 +101,8 @@ struct core_ctx {
 	int epfd;
 	int kickfd;
 	bool sock_armed[FAM__COUNT];
-	_Atomic uint64_t last_app_poll;
+	bool sock_listed[FAM__COUNT];
+	struct mover mv;		 /* who moves the packets: the application or the thread */
 	_Atomic uint64_t thread_wake_at; /* when the sleeping thread will look again */
 	uint64_t next_deadline;
 
@@ -417,9 +415,23 @@ void core_qp_wake(struct core_ctx *c, struct eng_qp *qp)
 	c->run_tail = s;
 }
 
+static void kick(struct core_ctx *c)
+{
+	uint64_t one = 1;
+	if (write(c->kickfd, &one, sizeof(one)) < 0) {
+		/* eventfd counter saturated: the thread is awake anyway */
+	}
+}
+
 void core_note_app_poll(struct core_ctx *c)
 {
-	atomic_store_explicit(&c->last_app_poll, core_now_ns(), memory_order_relaxed);
+	mover_note_app(&c->mv, core_now_ns());
+}
+
+void core_app_blocks(struct core_ctx *c)
+{
+	if (c->has_thread && mover_app_blocks(&c->mv))
+		kick(c);
 }
 
 /* ---- transmit ---- */
@@ -842,12 +854,8 @@ static void kick_thread_if_late(struct core_ctx *c)
 	if (!c->has_thread)
 		return;
 	uint64_t wake_at = atomic_load_explicit(&c->thread_wake_at, memory_order_relaxed);
-	if (c->next_deadline < wake_at) {
-		uint64_t one = 1;
-		if (write(c->kickfd, &one, sizeof(one)) < 0) {
-			/* eventfd counter saturated: the thread is awake anyway */
-		}
-	}
+	if (c->next_deadline < wake_at)
+		kick(c);
 }
 
 void core_flush(struct core_ctx *c)
@@ -903,10 +911,12 @@ static void arm_socket(struct core_ctx *c, bool arm)
 		struct io_udp *io = io_of(c, f == FAM_V6);
 		if (!io || arm == c->sock_armed[f])
 			continue;
-		struct epoll_event ev = {.events = arm ? (EPOLLIN | EPOLLONESHOT) : 0,
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
 					 .data.u32 = f == FAM_V6 ? EV_SOCK6 : EV_SOCK4};
-		epoll_ctl(c->epfd, EPOLL_CTL_MOD, io_udp_fd(io), &ev);
+		int op = !arm ? EPOLL_CTL_DEL : c->sock_listed[f] ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+		epoll_ctl(c->epfd, op, io_udp_fd(io), &ev);
 		c->sock_armed[f] = arm;
+		c->sock_listed[f] = arm;
 	}
 	struct io_mcast *mc = __atomic_load_n(&c->mc, __ATOMIC_ACQUIRE);
 	if (mc && arm != c->mc_armed) {
@@ -920,100 +930,78 @@ static void arm_socket(struct core_ctx *c, bool arm)
 /* epoll_pwait2 (ns timeout) where the kernel has it (Linux 5.11); otherwise, and under
  * valgrind 3.19, which fails it with ENOSYS, epoll_wait with the timeout rounded up to whole
  * milliseconds: without this the thread would spin on the error. */
-static int epoll_nap(int epfd, struct epoll_event *evs, int max, const struct timespec *ts)
+int core_epoll_nap(int epfd, struct epoll_event *evs, int max, uint64_t ns)
 {
 	static atomic_bool no_pwait2;
 	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
-		int n = epoll_pwait2(epfd, evs, max, ts, NULL);
+		struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+		int n = epoll_pwait2(epfd, evs, max, &ts, NULL);
 		if (n >= 0 || errno != ENOSYS)
 			return n;
 		atomic_store_explicit(&no_pwait2, true, memory_order_relaxed);
 	}
-	long long ms = ((long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + 999999) / 1000000;
+	long long ms = (long long)((ns + 999999) / 1000000);
 	return epoll_wait(epfd, evs, max, ms > INT_MAX ? INT_MAX : (int)ms);
 }
 
 static void *progress_main(void *arg)
 {
 	struct core_ctx *c = arg;
-	uint64_t nap = APP_GRACE_NS;
+	mover_thread_setup();
 	while (!atomic_load(&c->stop)) {
 		uint64_t now = core_now_ns();
-		uint64_t last = atomic_load_explicit(&c->last_app_poll, memory_order_relaxed);
-		bool app_active = now - last < APP_GRACE_NS;
-		/* While the application polls, it moves the packets itself: the thread naps
-		 * instead of being woken for every datagram, longer and longer while the
-		 * application keeps polling. When the application stops (it computes, or spins
-		 * on memory waiting for an RDMA WRITE, as ib_write_lat does), the thread arms
-		 * the socket and the next datagram wakes it: passive targets make progress. */
-		if (app_active) {
-			nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
-		} else {
-			nap = APP_GRACE_NS;
-		}
-		arm_socket(c, !app_active);
 		/* Read without the lock: waiting for it here would queue the thread behind
 		 * every poll of a busy application (and make each of its unlocks a wake-up). */
 		uint64_t deadline = __atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED);
-		/* A polling application runs the timers itself: only check back after a nap. */
-		uint64_t wake = app_active ? now + nap : MAX_SLEEP_NS + now;
-		if (!app_active && deadline < wake)
-			wake = deadline;
-		/* 0: no kicks for earlier deadlines while the application polls (it runs them). */
-		atomic_store_explicit(&c->thread_wake_at, app_active ? 0 : wake,
+		struct mover_wait w = mover_plan(&c->mv, now, deadline, MAX_SLEEP_NS);
+		arm_socket(c, w.on_io);
+		/* Kicks for earlier deadlines only while the thread runs the timers (core.h);
+		 * while the application moves the packets it runs them. */
+		atomic_store_explicit(&c->thread_wake_at,
+				      mover_who(&c->mv) == MOVER_THREAD ? w.until : 0,
 				      memory_order_relaxed);
-		struct timespec ts = {0, 0};
-		if (wake > now) {
-			ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
-			ts.tv_nsec = (long)((wake - now) % 1000000000ull);
-		}
 		struct epoll_event evs[4];
-		int n = epoll_nap(c->epfd, evs, 4, &ts);
+		int n = core_epoll_nap(c->epfd, evs, 4, w.until > now ? w.until - now : 0);
 		atomic_store_explicit(&c->thread_wake_at, 0, memory_order_relaxed);
+		bool on_io = false;
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u32 == EV_KICK) {
 				uint64_t v;
 				if (read(c->kickfd, &v, sizeof(v)) < 0) {
 					/* spurious: nothing to clear */
 				}
-			} else if (evs[i].data.u32 == EV_MCAST) {
-				c->mc_armed = false; /* one-shot fired */
-			} else {
-				/* one-shot fired */
+				continue;
+			}
+			/* A one-shot socket event fired. */
+			on_io = true;
+			if (evs[i].data.u32 == EV_MCAST)
+				c->mc_armed = false;
+			else
 				c->sock_armed[evs[i].data.u32 == EV_SOCK6 ? FAM_V6 : FAM_V4] =
 				    false;
-			}
 		}
 		if (atomic_load(&c->stop))
 			break;
 		now = core_now_ns();
-		deadline = __atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED);
-		if (now - atomic_load_explicit(&c->last_app_poll, memory_order_relaxed) <
-		    APP_GRACE_NS) {
-			/* The application is polling and moves packets itself: never make it wait
-			 * for the lock; only step in for a timer it has left overdue for a nap. */
-			if (deadline + nap > now || pthread_mutex_trylock(&c->lock) != 0)
-				continue;
-			core_progress(c);
-			core_unlock(c);
+		if (!mover_woke(&c->mv, now, __atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED)))
 			continue;
+		bool waited = false;
+		if (pthread_mutex_trylock(&c->lock) != 0) {
+			if (!mover_lock_busy(&c->mv))
+				continue;
+			core_lock(c);
+			waited = true;
 		}
-		/* The application is away (computing, blocked, or spinning on memory as an RDMA
-		 * WRITE target does): we move the packets. The first pass waits for the lock -
-		 * the socket stays readable until someone reads it, so giving up would only spin
-		 * (whoever holds it is about to release it). Further passes only while nobody
-		 * else wants it. */
-		core_lock(c);
 		bool did = core_progress(c);
 		core_unlock(c);
-		for (int i = 0; did && i < 63; i++) {
+		bool more = did;
+		for (int i = 0; more && i < 63; i++) {
 			if (pthread_mutex_trylock(&c->lock) != 0)
 				break;
-			did = core_progress(c);
+			more = core_progress(c);
 			core_unlock(c);
 		}
-		if (did)
-			nap = APP_GRACE_NS / 2; /* we are the one moving packets: stay responsive */
+		mover_passed(&c->mv, on_io, waited, did);
 	}
 	return NULL;
 }
@@ -1032,6 +1020,7 @@ int core_ctx_create(const struct core_config *cfg, struct core_ctx **out)
 	c->epfd = -1;
 	c->kickfd = -1;
 	c->next_deadline = UINT64_MAX;
+	mover_init(&c->mv);
 	c->pid = getpid();
 	pthread_mutex_lock(&ctxs_lock);
 	c->all_next = ctxs;
@@ -1115,9 +1104,7 @@ int core_start(struct core_ctx *c, char *err, size_t errlen)
 			snprintf(err, errlen, "epoll/eventfd: %s", strerror(errno));
 			goto close_fds;
 		}
-		struct epoll_event ev = {.events = 0, .data.u32 = EV_SOCK4};
-		epoll_ctl(c->epfd, EPOLL_CTL_ADD, io_udp_fd(io), &ev);
-		ev.events = EPOLLIN;
+		struct epoll_event ev = {.events = EPOLLIN};
 		ev.data.u32 = EV_KICK;
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->kickfd, &ev);
 	}
@@ -1190,10 +1177,6 @@ static int start_v6(struct core_ctx *c)
 			return ret;
 		}
 	}
-	if (c->epfd >= 0) {
-		struct epoll_event ev = {.events = 0, .data.u32 = EV_SOCK6};
-		epoll_ctl(c->epfd, EPOLL_CTL_ADD, io_udp_fd(io), &ev);
-	}
 	c->io6 = io;
 	/* UD QPs send from their own port in this family too. A failure leaves that QP's IPv6
 	 * packets counted in tx_bad_ah. */
@@ -1210,6 +1193,10 @@ void core_each_counter(struct core_ctx *c, core_counter_fn fn, void *arg)
 	char name[64];
 	for (int i = 0; i < CORE_CNT__COUNT; i++)
 		fn(arg, core_counter_names[i], c->counters[i]);
+	for (int i = 0; i < MOVER_NCOUNTERS; i++) {
+		snprintf(name, sizeof(name), "mover_%s", mover_counter_names[i]);
+		fn(arg, name, __atomic_load_n(&c->mv.n[i], __ATOMIC_RELAXED));
+	}
 	if (c->io) {
 		uint64_t v[IO_UDP_NCOUNTERS];
 		io_udp_counters(c->io, v);

@@ -1,0 +1,103 @@
+/* Who moves the packets (mover.h). */
+#include "core/mover.h"
+
+#include <string.h>
+#include <sys/prctl.h>
+
+const char *const mover_counter_names[MOVER_NCOUNTERS] = {
+#define MOVER_COUNTER_NAME(name, desc) #name,
+    MOVER_COUNTERS(MOVER_COUNTER_NAME)
+#undef MOVER_COUNTER_NAME
+};
+
+static bool app_active(const struct mover *m, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&m->last_app, memory_order_relaxed);
+	/* The application may have stored a time later than our now. */
+	return last != 0 && (int64_t)(now - last) < (int64_t)MOVER_GRACE_NS;
+}
+
+static void set_who(struct mover *m, enum mover_who who)
+{
+	atomic_store_explicit(&m->who, who, memory_order_relaxed);
+	m->n[who == MOVER_THREAD ? MOVER_CNT_to_thread : MOVER_CNT_to_app]++;
+	m->nap = MOVER_GRACE_NS;
+	m->idle = 0;
+}
+
+void mover_init(struct mover *m)
+{
+	memset(m, 0, sizeof(*m));
+	/* Nobody polls yet (connections are being set up): the thread moves the packets. */
+	atomic_store_explicit(&m->who, MOVER_THREAD, memory_order_relaxed);
+	m->nap = MOVER_GRACE_NS;
+}
+
+void mover_thread_setup(void)
+{
+	prctl(PR_SET_TIMERSLACK, 1000ul); /* 1 us; a failure leaves the default */
+}
+
+bool mover_app_blocks(struct mover *m)
+{
+	atomic_store_explicit(&m->last_app, 0, memory_order_relaxed);
+	return mover_who(m) == MOVER_APP;
+}
+
+struct mover_wait mover_plan(struct mover *m, uint64_t now, uint64_t deadline, uint64_t max_sleep)
+{
+	if (mover_who(m) == MOVER_APP && !app_active(m, now))
+		set_who(m, MOVER_THREAD);
+	if (mover_who(m) == MOVER_APP)
+		return (struct mover_wait){.on_io = false, .until = now + m->nap};
+	uint64_t until = now + max_sleep;
+	if (deadline < until)
+		until = deadline;
+	return (struct mover_wait){.on_io = true, .until = until};
+}
+
+bool mover_woke(struct mover *m, uint64_t now, uint64_t deadline)
+{
+	if (mover_who(m) == MOVER_THREAD) {
+		m->woke_at = now;
+		m->app_at_wake = atomic_load_explicit(&m->last_app, memory_order_relaxed);
+		return true;
+	}
+	/* A look: is the application still there? */
+	if (!app_active(m, now)) {
+		set_who(m, MOVER_THREAD);
+		return true;
+	}
+	m->nap = m->nap * 2 > MOVER_NAP_MAX_NS ? MOVER_NAP_MAX_NS : m->nap * 2;
+	/* It polls, and runs the timers in its polls; one it has left overdue for a whole nap
+	 * (it only posts, say) is run here. */
+	return deadline != UINT64_MAX && deadline + m->nap < now;
+}
+
+bool mover_lock_busy(struct mover *m)
+{
+	m->n[MOVER_CNT_busy]++;
+	/* THREAD: wait for it (the packet stays readable: retrying would spin, and on a core
+	 * shared with the application keep it from running). A look in APP: skip. */
+	return mover_who(m) == MOVER_THREAD;
+}
+
+void mover_passed(struct mover *m, bool on_io, bool waited, bool did)
+{
+	m->n[MOVER_CNT_passes]++;
+	if (did)
+		m->n[MOVER_CNT_work]++;
+	if (mover_who(m) == MOVER_APP || (!on_io && !waited))
+		return; /* a timer: says nothing about who reads the sockets */
+	/* Had the application polled just before the packets came? Then it was polling for
+	 * them: the thread's wake-up was not needed (even if it got there first: on a core
+	 * shared with the application it always does). Otherwise it polls for something else
+	 * or not at all (an RDMA WRITE target spinning on memory): the thread is needed. */
+	uint64_t last = m->app_at_wake;
+	if (last != 0 && (int64_t)(m->woke_at - last) < (int64_t)MOVER_POLL_GAP_NS) {
+		if (++m->idle >= MOVER_IDLE_MAX)
+			set_who(m, MOVER_APP);
+	} else {
+		m->idle = 0;
+	}
+}

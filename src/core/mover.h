@@ -1,0 +1,112 @@
+/* Who moves the packets: the application's thread or the progress thread.
+ *
+ * DESIGN.md decision 4: the application moves packets itself while it polls (no hand-off on
+ * the latency path), and a progress thread moves them while it does not (an RDMA WRITE target
+ * spinning on memory, a thread blocked on a completion channel, an application computing).
+ * Both cost something when they guess wrong: a thread woken for a datagram the application
+ * reads anyway costs a context switch (on a core shared with the application, the
+ * application's time, and if it is preempted holding the lock, everybody's), and a thread
+ * that sleeps while the application spins on memory leaves the packet waiting.
+ *
+ * The policy, per context (one for RoCE's UDP sockets, one for iWARP's TCP connections):
+ * - APP: the application moves the packets. The thread is not on the sockets (a datagram
+ *   wakes nobody); it looks once per nap, the nap doubling from MOVER_GRACE_NS to
+ *   MOVER_NAP_MAX_NS while the application keeps polling. It takes over (THREAD) when the
+ *   application has neither polled nor posted for MOVER_GRACE_NS (it computes, or spins on
+ *   memory as an RDMA WRITE target does: the packets it waits for wait for the thread's next
+ *   look, at most a nap) or when it blocks for a completion event (mover_app_blocks, which
+ *   asks for a kick).
+ * - THREAD: the thread waits on the sockets and moves the packets. When it finds the lock
+ *   held, it waits for it: never a timed retry, which would spin against the holder. A
+ *   wake-up for packets that came while the application was polling (it had polled within
+ *   MOVER_POLL_GAP_NS) was not needed, whoever got to them first; MOVER_IDLE_MAX of those in
+ *   a row and the application has the packets back (APP). One that came while it was not
+ *   (it spins on memory after its send completion: ib_write_lat) starts the count again.
+ *
+ * Sans-I/O: the thread asks how to wait (mover_plan), whether to make a pass (mover_woke,
+ * mover_lock_busy), and tells what the pass found (mover_passed); the time is passed in. */
+#ifndef SOFTRDMA_CORE_MOVER_H
+#define SOFTRDMA_CORE_MOVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The application counts as moving packets this long after its last poll or post. */
+#define MOVER_GRACE_NS 20000ull
+/* The longest look-out nap while the application moves the packets. */
+#define MOVER_NAP_MAX_NS 1000000ull
+/* An application that polls does so at least this often (an empty poll is a system call). */
+#define MOVER_POLL_GAP_NS 3000ull
+/* Wake-ups in a row for packets the application was polling for: APP. */
+#define MOVER_IDLE_MAX 16u
+
+enum mover_who { MOVER_APP, MOVER_THREAD };
+
+/* The thread's decisions, counted (reported with the context's counters as mover_<name>). */
+#define MOVER_COUNTERS(X)                                                                          \
+	X(to_thread, "the thread took over the packets")                                           \
+	X(to_app, "the application took the packets back")                                         \
+	X(passes, "passes of the thread")                                                          \
+	X(work, "passes of the thread that moved something")                                       \
+	X(busy, "wake-ups that found the lock held")
+enum mover_counter {
+#define MOVER_COUNTER_ENUM(name, desc) MOVER_CNT_##name,
+	MOVER_COUNTERS(MOVER_COUNTER_ENUM)
+#undef MOVER_COUNTER_ENUM
+	    MOVER_NCOUNTERS
+};
+extern const char *const mover_counter_names[MOVER_NCOUNTERS];
+
+struct mover {
+	_Atomic uint64_t last_app;   /* the application's last poll or post, 0: blocked */
+	_Atomic int who;	     /* enum mover_who; the application reads it */
+	uint64_t nap;		     /* thread only: the next look-out nap in APP */
+	unsigned idle;		     /* thread only: wake-ups in a row the application served */
+	uint64_t woke_at;	     /* thread only: the last wake-up in THREAD */
+	uint64_t app_at_wake;	     /* thread only: last_app then */
+	uint64_t n[MOVER_NCOUNTERS]; /* thread only (read racily for reports) */
+};
+
+/* How the thread waits next. */
+struct mover_wait {
+	bool on_io;	/* on the sockets, not only on its kick and the time */
+	uint64_t until; /* absolute, ns (core_now_ns) */
+};
+
+void mover_init(struct mover *m);
+
+/* Called by the thread itself when it starts: Linux lets a thread's timed waits end up to
+ * its timer slack late (50 us by default), longer than the short naps above. */
+void mover_thread_setup(void);
+
+/* The application polled or posted at now. */
+static inline void mover_note_app(struct mover *m, uint64_t now)
+{
+	atomic_store_explicit(&m->last_app, now, memory_order_relaxed);
+}
+
+/* The application is about to block for a completion event: true when the thread must be
+ * kicked to take over now. */
+bool mover_app_blocks(struct mover *m);
+
+/* Thread: how to wait from now; deadline is the earliest timer (UINT64_MAX: none), max_sleep
+ * the longest wait without looking at the time. */
+struct mover_wait mover_plan(struct mover *m, uint64_t now, uint64_t deadline, uint64_t max_sleep);
+
+/* Thread: after a wait, whether to make a pass now; deadline is the earliest timer. */
+bool mover_woke(struct mover *m, uint64_t now, uint64_t deadline);
+
+/* Thread: the lock is held by someone else; true when the thread should wait for it. */
+bool mover_lock_busy(struct mover *m);
+
+/* Thread: a pass was made (on_io: the sockets had woken the thread; waited: it had waited for
+ * the lock; did: it moved packets or ran timers). */
+void mover_passed(struct mover *m, bool on_io, bool waited, bool did);
+
+static inline enum mover_who mover_who(const struct mover *m)
+{
+	return (enum mover_who)atomic_load_explicit(&m->who, memory_order_relaxed);
+}
+
+#endif
