@@ -100,8 +100,7 @@ struct core_ctx {
 	atomic_bool stop;
 	int epfd;
 	int kickfd;
-	bool sock_armed[FAM__COUNT];
-	bool sock_listed[FAM__COUNT];
+	bool sock_armed[FAM__COUNT];	 /* in the epoll set */
 	struct mover mv;		 /* who moves the packets: the application or the thread */
 	_Atomic uint64_t thread_wake_at; /* when the sleeping thread will look again */
 	uint64_t next_deadline;
@@ -911,12 +910,13 @@ static void arm_socket(struct core_ctx *c, bool arm)
 		struct io_udp *io = io_of(c, f == FAM_V6);
 		if (!io || arm == c->sock_armed[f])
 			continue;
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+		/* In the set only while the thread moves the packets (level-triggered: each of
+		 * its passes reads what is there); out of it otherwise, so that a datagram the
+		 * application reads wakes nobody. */
+		struct epoll_event ev = {.events = EPOLLIN,
 					 .data.u32 = f == FAM_V6 ? EV_SOCK6 : EV_SOCK4};
-		int op = !arm ? EPOLL_CTL_DEL : c->sock_listed[f] ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-		epoll_ctl(c->epfd, op, io_udp_fd(io), &ev);
+		epoll_ctl(c->epfd, arm ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, io_udp_fd(io), &ev);
 		c->sock_armed[f] = arm;
-		c->sock_listed[f] = arm;
 	}
 	struct io_mcast *mc = __atomic_load_n(&c->mc, __ATOMIC_ACQUIRE);
 	if (mc && arm != c->mc_armed) {
