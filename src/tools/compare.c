@@ -39,6 +39,7 @@
 #include "tools/compare.h"
 #include "tools/floor.h"
 #include "tools/json.h"
+#include "tools/leaders.h"
 #include "tools/lossy_link.h"
 #include "tools/report.h"
 #include "tools/tools.h"
@@ -703,12 +704,7 @@ static int step_latency(struct cmp *c, enum tr t)
 
 static void fmt_size(uint64_t s, char *out, size_t len)
 {
-	if (s >= (1u << 20) && s % (1u << 20) == 0)
-		snprintf(out, len, "%llu MiB", (unsigned long long)(s >> 20));
-	else if (s >= 1024 && s % 1024 == 0)
-		snprintf(out, len, "%llu KiB", (unsigned long long)(s >> 10));
-	else
-		snprintf(out, len, "%llu B", (unsigned long long)s);
+	leaders_fmt_size(s, out, len);
 }
 
 static int step_bandwidth(struct cmp *c, enum tr t, size_t i)
@@ -1150,19 +1146,21 @@ static void summary_sentences(const struct cmp *c, char out[][400], int *n)
 			if (ratio(r_large ? rl->gbps : il->gbps, r_large ? il->gbps : rl->gbps) <
 			    1.05)
 				pick_bw = PICK_TIE;
-			/* the crossover: the first size where the leader changes */
-			char cross[96] = "";
-			for (size_t i = 1; i < c->nsizes; i++) {
+			/* Who leads at which sizes: every change of leader, not only the first. */
+			struct lead_pt pts[MAX_SIZES];
+			size_t np = 0;
+			for (size_t i = 0; i < c->nsizes && np < MAX_SIZES; i++, np++) {
 				const struct bw_pt *a = &c->bw[TR_ROCE][i],
 						   *b = &c->bw[TR_IWARP][i];
-				if (a->ok && b->ok && (a->gbps >= b->gbps) != r_small) {
-					char z[32];
-					fmt_size(c->sizes[i], z, sizeof(z));
-					snprintf(cross, sizeof(cross), "; %s leads from %s on",
-						 trs[r_small ? TR_IWARP : TR_ROCE].label, z);
-					break;
-				}
+				pts[np] = (struct lead_pt){.size = c->sizes[i],
+							   .ok = a->ok && b->ok,
+							   .a = a->gbps,
+							   .b = b->gbps};
 			}
+			char runs[200], cross[220] = "";
+			if (leaders_text(pts, np, trs[TR_ROCE].label, trs[TR_IWARP].label, 0.05,
+					 runs, sizeof(runs)) > 1)
+				snprintf(cross, sizeof(cross), "; by size, %s", runs);
 			double lr =
 			    ratio(r_large ? rl->gbps : il->gbps, r_large ? il->gbps : rl->gbps);
 			char lead[40];
