@@ -529,6 +529,12 @@ free_ctx:
 	return NULL;
 }
 
+static void print_nonzero(void *arg, const char *name, uint64_t v)
+{
+	if (v)
+		fprintf(arg, " %s=%llu", name, (unsigned long long)v);
+}
+
 int ibv_close_device(struct ibv_context *context)
 {
 	struct sr_context *ctx = sr_ctx(context);
@@ -536,6 +542,13 @@ int ibv_close_device(struct ibv_context *context)
 		core_lock(ctx->core);
 		core_dump_counters(ctx->core, stderr);
 		core_unlock(ctx->core);
+	}
+	if (getenv("SOFTRDMA_STATS") && ctx->iwp) {
+		fprintf(stderr, "softrdma: iWARP context:");
+		core_lock(ctx->core);
+		iwp_each_counter(ctx->iwp, print_nonzero, stderr);
+		core_unlock(ctx->core);
+		fprintf(stderr, "\n");
 	}
 	if (ctx->iwp)
 		sr_iw_close(ctx);
