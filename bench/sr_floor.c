@@ -1,0 +1,308 @@
+/* sr_floor: the raw-socket streams softrdma's bandwidth, message rate and CPU figures are
+ * stated against (bench/run.sh), reported the way sr_perf reports them.
+ *
+ *   server: sr_floor [-p 18800]                       (receives; one test, then exits)
+ *   client: sr_floor -P udp|tcp [-p 18800] [-m bytes] [-g segment] [-D secs] SERVER_IPv4
+ *
+ * The client sends for -D seconds (default 2) and the server receives; a TCP side channel on
+ * port -p carries the parameters to the server and its results back. The client prints
+ *   "floor proto=.. size=.. gso=.. secs=.. gbps=.. msgs_per_sec=.. cpu_cli_s=.. cpu_srv_s=..
+ *    cpu_us_per_64k=.. sent_mb=.. recv_mb=.."
+ * gbps and msgs_per_sec are what the server received (payload bytes, messages of -m bytes),
+ * from its first byte to its last; CPU is user + system time of each process over the test,
+ * both sides together per 64 KiB received.
+ *
+ * udp: one send() of -m bytes per message (at most 65507), the server receiving with recv();
+ *      with -g SEG the sends carry UDP_SEGMENT=SEG (GSO: the kernel cuts each send into
+ *      datagrams of SEG bytes) and the server turns UDP_GRO on (the kernel hands it trains of
+ *      datagrams in one recv). UDP drops what the receiver cannot take: received counts.
+ * tcp: a TCP stream (TCP_NODELAY) of write()s of -m bytes (default 65536); the server reads
+ *      up to 1 MiB at a time. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+#define RX_BUF (1 << 20)
+
+struct params {
+	int32_t tcp, gso;
+	int64_t size;
+};
+
+/* What the server measured. */
+struct result {
+	double bytes, secs, cpu;
+};
+
+static void die(const char *what)
+{
+	fprintf(stderr, "sr_floor: %s (%s)\n", what, strerror(errno));
+	exit(1);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		die("side channel");
+}
+
+static void recv_all(int fd, void *p, size_t n)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t r = read(fd, (char *)p + got, n - got);
+		if (r <= 0)
+			die("side channel");
+		got += (size_t)r;
+	}
+}
+
+static void big_buffers(int fd)
+{
+	int sz = 32 << 20;
+	/* FORCE (root) passes net.core.[rw]mem_max; without root the plain ones apply. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+}
+
+/* Receives until the client's end: EOF (tcp) or a zero-length datagram (udp). */
+static struct result receive(int fd)
+{
+	char *buf = malloc(RX_BUF);
+	if (!buf)
+		die("memory");
+	struct result res = {0};
+	double first = 0, last = 0, cpu0 = cpu_s();
+	for (;;) {
+		ssize_t r = recv(fd, buf, RX_BUF, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die("recv");
+		if (r == 0)
+			break;
+		last = now_s();
+		if (first == 0)
+			first = last; /* the clock starts at the first byte; these do not count */
+		else
+			res.bytes += (double)r;
+	}
+	res.secs = last - first;
+	res.cpu = cpu_s() - cpu0;
+	free(buf);
+	return res;
+}
+
+static int listen_on(int port, int type)
+{
+	int one = 1, fd = socket(AF_INET, type, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)))
+		die("bind");
+	if (type == SOCK_STREAM && listen(fd, 2))
+		die("listen");
+	return fd;
+}
+
+static int server(int port)
+{
+	alarm(300); /* a guard: one test, then exit */
+	int ls = listen_on(port, SOCK_STREAM), us = listen_on(port, SOCK_DGRAM), one = 1;
+	int side = accept(ls, NULL, NULL);
+	struct params p;
+	if (side < 0)
+		die("accept");
+	recv_all(side, &p, sizeof(p));
+	int data = us;
+	big_buffers(us);
+	if (p.tcp) {
+		char ok = 'k';
+		send_all(side, &ok, 1);
+		if ((data = accept(ls, NULL, NULL)) < 0)
+			die("accept");
+		big_buffers(data);
+	} else if (p.gso && setsockopt(us, IPPROTO_UDP, UDP_GRO, &one, sizeof(one))) {
+		die("UDP_GRO");
+	}
+	char ok = 'k';
+	send_all(side, &ok, 1);
+	struct result res = receive(data);
+	send_all(side, &res, sizeof(res));
+	close(side);
+	close(ls);
+	close(us);
+	if (data != us)
+		close(data);
+	return 0;
+}
+
+static int connect_to(const struct sockaddr_in *a, int type)
+{
+	for (int i = 0; i < 100; i++) {
+		int fd = socket(AF_INET, type, 0);
+		if (fd >= 0 && connect(fd, (const struct sockaddr *)a, sizeof(*a)) == 0)
+			return fd;
+		close(fd);
+		usleep(50000);
+	}
+	die("cannot reach the server");
+	return -1;
+}
+
+static int client(const char *host, int port, const struct params *p, double secs)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+		fprintf(stderr, "sr_floor: %s is not an IPv4 address\n", host);
+		return 2;
+	}
+	int side = connect_to(&a, SOCK_STREAM), one = 1, data;
+	char ok;
+	send_all(side, p, sizeof(*p));
+	if (p->tcp) {
+		recv_all(side, &ok, 1);
+		data = connect_to(&a, SOCK_STREAM);
+		setsockopt(data, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	} else {
+		data = connect_to(&a, SOCK_DGRAM);
+		int seg = p->gso;
+		if (seg && setsockopt(data, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg)))
+			die("UDP_SEGMENT");
+	}
+	big_buffers(data);
+	recv_all(side, &ok, 1);
+	char *buf = malloc((size_t)p->size);
+	if (!buf)
+		die("memory");
+	memset(buf, 0x5a, (size_t)p->size);
+	double sent = 0, cpu0 = cpu_s(), t0 = now_s();
+	while (now_s() - t0 < secs) {
+		for (int i = 0; i < 16; i++) {
+			ssize_t r = send(data, buf, (size_t)p->size, 0);
+			if (r < 0 && (errno == ENOBUFS || errno == EAGAIN || errno == EINTR ||
+				      errno == ECONNREFUSED))
+				continue; /* udp: the kernel dropped it; counted as not received */
+			if (r < 0)
+				die("send");
+			sent += (double)r;
+		}
+	}
+	double cpu = cpu_s() - cpu0;
+	struct result res;
+	if (p->tcp) {
+		shutdown(data, SHUT_WR);
+		recv_all(side, &res, sizeof(res));
+	} else {
+		/* The end: zero-length datagrams until the server answers (one may be dropped). */
+		struct pollfd pf = {.fd = side, .events = POLLIN};
+		do {
+			if (send(data, buf, 0, 0) < 0 && errno != ENOBUFS && errno != EAGAIN &&
+			    errno != ECONNREFUSED)
+				die("send");
+		} while (poll(&pf, 1, 20) == 0);
+		recv_all(side, &res, sizeof(res));
+	}
+	double msgs = res.bytes / (double)p->size;
+	printf("floor proto=%s size=%lld gso=%d secs=%.3f gbps=%.3f msgs_per_sec=%.0f "
+	       "cpu_cli_s=%.3f cpu_srv_s=%.3f cpu_us_per_64k=%.2f sent_mb=%.1f recv_mb=%.1f\n",
+	       p->tcp ? "tcp" : "udp", (long long)p->size, p->gso, res.secs,
+	       res.secs > 0 ? res.bytes * 8 / res.secs / 1e9 : 0,
+	       res.secs > 0 ? msgs / res.secs : 0, cpu, res.cpu,
+	       res.bytes > 0 ? (cpu + res.cpu) * 1e6 / (res.bytes / 65536) : 0, sent / 1e6,
+	       res.bytes / 1e6);
+	free(buf);
+	close(data);
+	close(side);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sr_floor [-p port]                                          (server)\n"
+		   "       sr_floor -P udp|tcp [-p port] [-m bytes] [-g segment] [-D secs] SERVER\n"
+		   "  -P  udp: one send() per message; tcp: a stream of write()s (TCP_NODELAY)\n"
+		   "  -m  bytes per send (default 65536; udp at most 65507)\n"
+		   "  -g  udp: UDP_SEGMENT (GSO) with datagrams of this many bytes; the server\n"
+		   "      receives with UDP_GRO\n"
+		   "  -D  seconds to send (default 2)\n"
+		   "  -p  port: TCP side channel, and the UDP or TCP data (default 18800)\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct params p = {.size = 65536};
+	int port = 18800, ch;
+	double secs = 2;
+	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	while ((ch = getopt_long(argc, argv, "P:p:m:g:D:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'P':
+			p.tcp = !strcmp(optarg, "tcp");
+			if (!p.tcp && strcmp(optarg, "udp")) {
+				fprintf(stderr, "sr_floor: -P udp or tcp\n");
+				return 2;
+			}
+			break;
+		case 'p':
+			port = atoi(optarg);
+			break;
+		case 'm':
+			p.size = atol(optarg);
+			break;
+		case 'g':
+			p.gso = atoi(optarg);
+			break;
+		case 'D':
+			secs = atof(optarg);
+			break;
+		default:
+			usage(ch == 'h' ? stdout : stderr);
+			return ch == 'h' ? 0 : 2;
+		}
+	}
+	if (optind >= argc)
+		return server(port); /* the client's parameters apply */
+	if (p.size < 1 || p.size > (1L << 30) || (!p.tcp && p.size > 65507) || p.gso < 0 ||
+	    (p.tcp && p.gso) || secs <= 0) {
+		fprintf(stderr, "sr_floor: bad arguments (see --help)\n");
+		return 2;
+	}
+	return client(argv[optind], port, &p, secs);
+}
