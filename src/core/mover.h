@@ -36,6 +36,8 @@
 #define MOVER_GRACE_NS 20000ull
 /* The longest look-out nap while the application moves the packets. */
 #define MOVER_NAP_MAX_NS 1000000ull
+/* The thread's time slice, where the kernel lets it be set (mover_thread_setup). */
+#define MOVER_SLICE_NS 100000ull
 /* An application that polls does so at least this often (an empty poll is a system call). */
 #define MOVER_POLL_GAP_NS 3000ull
 /* Wake-ups in a row for packets the application was polling for: APP. */
