@@ -87,9 +87,9 @@ static void side_open(struct side *s, struct ibv_device *dev, int nqp)
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->cq = ibv_create_cq(s->ctx, CQ_SIZE, NULL, NULL, 0);
 	s->buf = calloc(1, 2 * (size_t)size + 64);
-	s->mr = s->pd && s->buf ? ibv_reg_mr(s->pd, s->buf, 2 * (size_t)size + 64,
-					     IBV_ACCESS_LOCAL_WRITE)
-				: NULL;
+	s->mr = s->pd && s->buf
+		    ? ibv_reg_mr(s->pd, s->buf, 2 * (size_t)size + 64, IBV_ACCESS_LOCAL_WRITE)
+		    : NULL;
 	s->qps = calloc((size_t)nqp, sizeof(*s->qps));
 	if (!s->pd || !s->cq || !s->mr || !s->qps)
 		die("resources");
@@ -133,8 +133,8 @@ static struct ibv_qp *qp_new(struct side *s)
 static void qp_connect(struct side *s, struct ibv_qp *qp, const struct side *peer, uint32_t dqpn)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				      IBV_QP_ACCESS_FLAGS))
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		die("INIT");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -166,8 +166,9 @@ static void qp_connect(struct side *s, struct ibv_qp *qp, const struct side *pee
 
 static void post_recv(struct side *s, struct ibv_qp *qp)
 {
-	struct ibv_sge sge = {
-	    .addr = (uintptr_t)s->buf + (uint64_t)size, .length = (uint32_t)size, .lkey = s->mr->lkey};
+	struct ibv_sge sge = {.addr = (uintptr_t)s->buf + (uint64_t)size,
+			      .length = (uint32_t)size,
+			      .lkey = s->mr->lkey};
 	struct ibv_recv_wr wr = {.wr_id = qp->qp_num, .sg_list = &sge, .num_sge = 1}, *bad;
 	if (ibv_post_recv(qp, &wr, &bad))
 		die("post_recv");
@@ -175,7 +176,8 @@ static void post_recv(struct side *s, struct ibv_qp *qp)
 
 static void post_send(struct side *s, struct ibv_qp *qp)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)s->buf, .length = (uint32_t)size, .lkey = s->mr->lkey};
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)s->buf, .length = (uint32_t)size, .lkey = s->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = qp->qp_num,
 				 .sg_list = &sge,
 				 .num_sge = 1,
@@ -204,8 +206,9 @@ static void wait_recv(struct side *s, struct ibv_qp *qp)
 			}
 			if (wc.opcode == IBV_WC_RECV) {
 				if (wc.qp_num != qp->qp_num || wc.byte_len != (uint32_t)size) {
-					fprintf(stderr, "sr_scale: receive on QP 0x%x (%u B), "
-							"expected QP 0x%x\n",
+					fprintf(stderr,
+						"sr_scale: receive on QP 0x%x (%u B), "
+						"expected QP 0x%x\n",
 						wc.qp_num, wc.byte_len, qp->qp_num);
 					exit(1);
 				}
