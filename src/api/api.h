@@ -53,8 +53,13 @@ struct sr_context {
 	struct obj_mw_table mws; /* memory windows (RoCE devices; verbs.c) */
 	struct eng_env env;
 	uint32_t next_handle;
-	uint8_t qpn_used[CORE_MAX_QP];
-	struct sr_qp *iw_qps[CORE_MAX_QP]; /* iWARP: the QPs by number (rdma_cm's qp_num) */
+	/* The QPs by n (QPN = core_qpn_base | n; NULL: n is free), under the core lock: a table
+	 * grown as QPs are created (sr_alloc_qpn), up to CORE_MAX_QP; qpn_next is where the
+	 * search for a free n starts (next fit: a number comes back only after the others). */
+	struct sr_qp **qp_tab;
+	uint32_t qp_tab_len;
+	uint32_t qp_count;
+	uint32_t qpn_next;
 	/* asynchronous events: a ring under the core lock, one byte per event in a pipe */
 	struct ibv_async_event async[SR_ASYNC_RING];
 	uint32_t async_head, async_tail;
@@ -188,10 +193,15 @@ int sr_check_qp_attr(struct sr_qp *qp, const struct ibv_qp_attr *a, int mask);
 /* QP creation steps shared by the RoCE and iWARP paths (verbs.c). sr_qp_check_init checks
  * the QP type (RC, UC, UD on RoCE; RC only on iWARP: EOPNOTSUPP otherwise) and the init attributes
  * against the device limits and raises zero capacities to 1 (verbs: a QP has at least what was
- * asked); returns 0 or a positive errno. sr_alloc_qpn takes a free QPN under the core lock.
+ * asked); returns 0 or a positive errno. sr_alloc_qpn takes a free QPN for qp under the core lock
+ * (0, or -ENOMEM: all CORE_MAX_QP - 1 taken, or no memory).
  * sr_qp_publish fills the ibv_qp the application sees. */
 int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge);
-int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn);
+int sr_alloc_qpn(struct sr_context *ctx, struct sr_qp *qp, uint32_t *qpn);
+/* Gives a QPN back (under the core lock). */
+void sr_free_qpn(struct sr_context *ctx, uint32_t qpn);
+/* The QP of that number in ctx, or NULL (under the core lock). */
+struct sr_qp *sr_qp_by_num(struct sr_context *ctx, uint32_t qpn);
 struct eng_qp_init sr_qp_eng_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *init,
 				  uint32_t qpn, struct sr_qp *qp);
 void sr_qp_publish(struct sr_qp *qp, struct sr_context *ctx, struct ibv_pd *pd,

@@ -97,7 +97,7 @@ struct ibv_qp *sr_cm_iw_claim(struct ibv_context *context, uint32_t qpn)
 	if (!ctx->dev->iwarp)
 		return NULL;
 	core_lock(ctx->core);
-	struct sr_qp *qp = ctx->iw_qps[qpn & 0xFFFF];
+	struct sr_qp *qp = sr_qp_by_num(ctx, qpn);
 	if (qp && qp->ibqp.qp_num == qpn && iw_qp_state(qp->iqp) == IBV_QPS_INIT)
 		qp->cm_owned = true;
 	else

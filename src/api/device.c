@@ -561,6 +561,7 @@ int ibv_close_device(struct ibv_context *context)
 	close(ctx->async_wfd);
 	obj_mw_table_fini(&ctx->mws);
 	obj_mr_table_fini(&ctx->mrs);
+	free(ctx->qp_tab);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);
 	return 0;

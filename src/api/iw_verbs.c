@@ -129,15 +129,13 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	int r = iwp_slot(ctx->iwp);
 	if (r > 0) {
 		core_set_qpn_base(ctx->core, (uint32_t)r << 16);
-		r = sr_alloc_qpn(ctx, &qpn);
+		r = sr_alloc_qpn(ctx, qp, &qpn);
 	}
 	struct eng_qp_init ei = sr_qp_eng_init(pd, init, qpn, qp);
 	if (r == 0) {
 		r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
 		if (r < 0)
-			ctx->qpn_used[qpn & 0xFFFF] = 0;
-		else
-			ctx->iw_qps[qpn & 0xFFFF] = qp;
+			sr_free_qpn(ctx, qpn);
 	}
 	core_unlock(ctx->core);
 	if (r < 0) {
@@ -163,8 +161,7 @@ int sr_iw_destroy_qp(struct sr_qp *qp)
 	core_lock(ctx->core);
 	iwp_qp_detach(ctx->iwp, qp->iqp);
 	iw_qp_destroy(qp->iqp);
-	ctx->qpn_used[qp->ibqp.qp_num & 0xFFFF] = 0;
-	ctx->iw_qps[qp->ibqp.qp_num & 0xFFFF] = NULL;
+	sr_free_qpn(ctx, qp->ibqp.qp_num);
 	core_unlock(ctx->core);
 	pthread_mutex_destroy(&qp->ibqp.mutex);
 	pthread_cond_destroy(&qp->ibqp.cond);

@@ -523,16 +523,49 @@ static int sr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struc
 
 static struct eng_qp_attr to_eng_attr(const struct sr_qp *qp, const struct ibv_qp_attr *a);
 
-int sr_alloc_qpn(struct sr_context *ctx, uint32_t *qpn)
+int sr_alloc_qpn(struct sr_context *ctx, struct sr_qp *qp, uint32_t *qpn)
 {
-	for (uint32_t n = 1; n < CORE_MAX_QP; n++) {
-		if (!ctx->qpn_used[n]) {
-			ctx->qpn_used[n] = 1;
-			*qpn = core_qpn_base(ctx->core) | n;
-			return 0;
-		}
+	if (ctx->qp_count >= CORE_MAX_QP - 1)
+		return -ENOMEM;
+	if (ctx->qp_count + 1 >= ctx->qp_tab_len && ctx->qp_tab_len < CORE_MAX_QP) {
+		/* Full (numbers 1 .. len - 1 are in use): twice the room. */
+		uint32_t len = ctx->qp_tab_len ? 2 * ctx->qp_tab_len : 64;
+		if (len > CORE_MAX_QP)
+			len = CORE_MAX_QP;
+		struct sr_qp **t = realloc(ctx->qp_tab, len * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		memset(t + ctx->qp_tab_len, 0, (len - ctx->qp_tab_len) * sizeof(*t));
+		ctx->qpn_next = ctx->qp_tab_len; /* the new room first */
+		ctx->qp_tab = t;
+		ctx->qp_tab_len = len;
 	}
-	return -ENOMEM;
+	/* Next fit: a free number is found within the table (qp_count < len - 1). */
+	uint32_t n = ctx->qpn_next;
+	while (n == 0 || n >= ctx->qp_tab_len || ctx->qp_tab[n])
+		n = n + 1 >= ctx->qp_tab_len ? 1 : n + 1;
+	ctx->qp_tab[n] = qp;
+	ctx->qp_count++;
+	ctx->qpn_next = n + 1;
+	*qpn = core_qpn_base(ctx->core) | n;
+	return 0;
+}
+
+void sr_free_qpn(struct sr_context *ctx, uint32_t qpn)
+{
+	uint32_t n = qpn & 0xFFFF;
+	if (n < ctx->qp_tab_len && ctx->qp_tab[n]) {
+		ctx->qp_tab[n] = NULL;
+		ctx->qp_count--;
+	}
+}
+
+struct sr_qp *sr_qp_by_num(struct sr_context *ctx, uint32_t qpn)
+{
+	uint32_t n = qpn & 0xFFFF;
+	if ((qpn & ~0xFFFFu) != core_qpn_base(ctx->core) || n >= ctx->qp_tab_len)
+		return NULL;
+	return ctx->qp_tab[n];
 }
 
 int sr_qp_check_init(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint32_t max_sge)
@@ -667,7 +700,7 @@ struct ibv_qp *sr_create_qp(struct ibv_context *context, struct ibv_pd *pd,
 		goto fail;
 	}
 	uint32_t qpn;
-	r = sr_alloc_qpn(ctx, &qpn);
+	r = sr_alloc_qpn(ctx, qp, &qpn);
 	if (r < 0) {
 		core_unlock(ctx->core);
 		free(qp);
@@ -693,7 +726,7 @@ struct ibv_qp *sr_create_qp(struct ibv_context *context, struct ibv_pd *pd,
 			eng_qp_destroy(qp->eqp);
 	}
 	if (r < 0) {
-		ctx->qpn_used[qpn & 0xFFFF] = 0;
+		sr_free_qpn(ctx, qpn);
 		core_unlock(ctx->core);
 		free(qp);
 		ret = -r;
@@ -744,7 +777,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	obj_mw_qp_gone(&ctx->mws, ibqp->qp_num); /* its type 2 windows: no QP reaches them */
 	if (qp->xrcd)
 		sr_xrc_qp_release(qp);
-	ctx->qpn_used[ibqp->qp_num & 0xFFFF] = 0;
+	sr_free_qpn(ctx, ibqp->qp_num);
 	core_unlock(ctx->core);
 	sr_qp_ex_fini(qp);
 	pthread_mutex_destroy(&ibqp->mutex);
@@ -1209,6 +1242,12 @@ static void env_wake(void *c, struct eng_qp *qp)
 	core_qp_wake(ctx->core, qp);
 }
 
+static void env_deadline(void *c, struct eng_qp *qp)
+{
+	struct sr_context *ctx = c;
+	core_qp_deadline(ctx->core, qp);
+}
+
 static void env_event(void *c, struct eng_qp *eqp, enum ibv_event_type type)
 {
 	struct sr_context *ctx = c;
@@ -1235,6 +1274,7 @@ void sr_fill_ops(struct sr_context *ctx)
 	ctx->env.mem_invalidate = env_mem_invalidate;
 	ctx->env.mw_bind = env_mw_bind;
 	ctx->env.wake = env_wake;
+	ctx->env.deadline = env_deadline;
 	ctx->env.event = env_event;
 	ctx->env.xsrq_lookup = sr_xsrq_lookup;
 	ctx->vctx.create_cq_ex = sr_create_cq_ex;

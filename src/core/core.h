@@ -61,13 +61,20 @@ uint32_t core_qpn_base(const struct core_ctx *c);
 /* Contexts without the UDP backend (iWARP) take their slot elsewhere (core/iw_rdv.c). Under
  * the lock, before the first QPN is handed out. */
 void core_set_qpn_base(struct core_ctx *c, uint32_t base);
-/* Highest n in a QPN this context hands out. */
-#define CORE_MAX_QP 4096
+/* One more than the highest n in a QPN this context hands out: n is 16 bits, and n = 0xFFFF is
+ * left out because slot 255 would make it the multicast QPN 0xFFFFFF (io/io.h). */
+#define CORE_MAX_QP 0xFFFF
 
 /* Enters / removes a QP in the QPN table (under the lock). qpn must be core_qpn_base + n,
- * 1 <= n < CORE_MAX_QP. Returns 0, -EINVAL or -EEXIST. */
+ * 1 <= n < CORE_MAX_QP. Returns 0, -EINVAL, -EEXIST or -ENOMEM. What the context keeps per QP
+ * is allocated here and freed by the detach. */
 int core_qp_attach(struct core_ctx *c, struct eng_qp *qp, uint32_t qpn);
 void core_qp_detach(struct core_ctx *c, uint32_t qpn);
+/* The eng_env.deadline callback target: the QP's engine deadline changed; the context files
+ * it in its timer heap (a progress pass then looks at the earliest deadline only, whatever the
+ * number of QPs) and wakes the progress thread if it is earlier than its sleep. Under the
+ * lock. */
+void core_qp_deadline(struct core_ctx *c, struct eng_qp *qp);
 /* Sets the path of a QP (at INIT->RTR). Returns 0 or a negative errno. */
 int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *path);
 /* Makes an attached QP a UD QP (at creation, under the lock): it has no path of its own. Each

@@ -22,6 +22,7 @@
 #include "core/gsi.h"
 #include "core/mgroup.h"
 #include "core/mover.h"
+#include "util/tmheap.h"
 
 #define BATCH 32
 /* Room for the largest packet: headers, 4096 bytes of payload, pad, ICRC. */
@@ -54,6 +55,9 @@ struct core_qp {
 	uint16_t ud_ref[FAM__COUNT];
 	uint16_t ud_sport[FAM__COUNT];
 	struct core_qp *next_run;
+	/* The QP's deadline in the context's timer heap (in it while the engine has one). */
+	struct tmheap_node timer;
+	struct core_qp *next_due; /* run_timers' list of QPs due in this pass */
 };
 
 /* An address handle (core.h): where a UD packet goes. */
@@ -85,9 +89,15 @@ struct core_ctx {
 	bool mc_armed;
 	bool tx_v6; /* family of the packets in the transmit batch */
 	uint32_t qpn_base;
-	struct core_qp qps[CORE_MAX_QP];
-	uint32_t active[CORE_MAX_QP]; /* indices of attached QPs, for timers */
-	uint32_t nactive;
+	/* The attached QPs by n (QPN = qpn_base | n): a table grown at attach, NULL where none.
+	 * Entries are allocated at attach and freed at detach (an idle QP costs its own entry
+	 * and a pointer, not the context a row of every table at its maximum). */
+	struct core_qp **qps;
+	uint32_t nqps; /* entries in qps */
+	uint32_t nattached;
+	/* The deadlines of the QPs that have one (eng_env.deadline keeps it current): a pass
+	 * looks at the earliest only, so idle QPs cost the data path nothing. */
+	struct tmheap timers;
 	struct core_qp *run_head, *run_tail;
 	uint64_t counters[CORE_CNT__COUNT];
 	struct core_ah *ahs; /* grown on ibv_create_ah (control path); index 0 unused */
@@ -157,28 +167,60 @@ static struct io_udp *io_of(struct core_ctx *c, bool v6)
 
 static int start_v6(struct core_ctx *c);
 
+/* The attached QP of that number, or NULL. */
 static struct core_qp *slot_of(struct core_ctx *c, uint32_t qpn)
 {
 	if ((qpn & ~0xFFFFu) != c->qpn_base)
 		return NULL;
 	uint32_t n = qpn & 0xFFFFu;
-	if (n == 0 || n >= CORE_MAX_QP)
-		return NULL;
-	return &c->qps[n];
+	return n < c->nqps ? c->qps[n] : NULL;
 }
 
 int core_qp_attach(struct core_ctx *c, struct eng_qp *qp, uint32_t qpn)
 {
-	struct core_qp *s = slot_of(c, qpn);
-	if (!s)
+	uint32_t n = qpn & 0xFFFFu;
+	if ((qpn & ~0xFFFFu) != c->qpn_base || n == 0 || n >= CORE_MAX_QP)
 		return -EINVAL;
-	if (s->qp)
+	if (slot_of(c, qpn))
 		return -EEXIST;
-	memset(s, 0, sizeof(*s));
+	if (n >= c->nqps) {
+		uint32_t size = c->nqps ? c->nqps : 64;
+		while (size <= n)
+			size *= 2;
+		if (size > CORE_MAX_QP)
+			size = CORE_MAX_QP;
+		struct core_qp **t = realloc(c->qps, size * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		memset(t + c->nqps, 0, (size - c->nqps) * sizeof(*t));
+		c->qps = t;
+		c->nqps = size;
+	}
+	/* Room in the timer heap for every QP: filing a deadline never allocates. */
+	if (tmheap_reserve(&c->timers, c->nattached + 1) < 0)
+		return -ENOMEM;
+	struct core_qp *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
 	s->qp = qp;
 	s->qpn = qpn;
-	c->active[c->nactive++] = qpn & 0xFFFFu;
+	c->qps[n] = s;
+	c->nattached++;
+	core_qp_deadline(c, qp); /* a QP is created in RESET: none yet, but say so */
 	return 0;
+}
+
+void core_qp_deadline(struct core_ctx *c, struct eng_qp *qp)
+{
+	struct core_qp *s = slot_of(c, eng_qp_num(qp));
+	if (!s || s->qp != qp)
+		return;
+	uint64_t d = eng_qp_deadline(qp);
+	tmheap_set(&c->timers, &s->timer, d);
+	/* Earlier than the progress thread will look: kick_thread_if_late, at the end of the
+	 * pass or post that got us here, wakes it. */
+	if (d < c->next_deadline)
+		__atomic_store_n(&c->next_deadline, d, __ATOMIC_RELAXED);
 }
 
 void core_qp_detach(struct core_ctx *c, uint32_t qpn)
@@ -210,13 +252,10 @@ void core_qp_detach(struct core_ctx *c, uint32_t qpn)
 		c->run_tail = *pp;
 		pp = &(*pp)->next_run;
 	}
-	for (uint32_t i = 0; i < c->nactive; i++) {
-		if (c->active[i] == (qpn & 0xFFFFu)) {
-			c->active[i] = c->active[--c->nactive];
-			break;
-		}
-	}
-	memset(s, 0, sizeof(*s));
+	tmheap_remove(&c->timers, &s->timer);
+	c->qps[qpn & 0xFFFFu] = NULL;
+	c->nattached--;
+	free(s);
 }
 
 int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *path)
@@ -813,19 +852,30 @@ static bool run_input(struct core_ctx *c, uint64_t now)
 	return did;
 }
 
+/* The QPs whose deadline has come, each once per pass: taken out of the heap first, so that
+ * one whose timer leaves it due (it should not) waits for the next pass instead of looping;
+ * eng_qp_timer re-files each through core_qp_deadline, and the last line makes sure of it. */
+static void run_qp_timers(struct core_ctx *c, uint64_t now)
+{
+	struct core_qp *due = NULL;
+	struct tmheap_node *t;
+	while ((t = tmheap_top(&c->timers)) != NULL && t->key <= now) {
+		struct core_qp *s = (struct core_qp *)((char *)t - offsetof(struct core_qp, timer));
+		tmheap_remove(&c->timers, t);
+		s->next_due = due;
+		due = s;
+	}
+	for (struct core_qp *s = due; s; s = s->next_due) {
+		eng_qp_timer(s->qp, now);
+		tmheap_set(&c->timers, &s->timer, eng_qp_deadline(s->qp));
+	}
+}
+
 static void run_timers(struct core_ctx *c, uint64_t now)
 {
-	uint64_t next = UINT64_MAX;
-	for (uint32_t i = 0; i < c->nactive; i++) {
-		struct core_qp *s = &c->qps[c->active[i]];
-		uint64_t d = eng_qp_deadline(s->qp);
-		if (d <= now) {
-			eng_qp_timer(s->qp, now);
-			d = eng_qp_deadline(s->qp);
-		}
-		if (d < next)
-			next = d;
-	}
+	if (tmheap_next(&c->timers) <= now)
+		run_qp_timers(c, now);
+	uint64_t next = tmheap_next(&c->timers);
 	for (int f = 0; f < FAM__COUNT; f++) {
 		struct io_udp *io = io_of(c, f == FAM_V6);
 		struct io_fault *fault = f == FAM_V6 ? c->fault6 : c->fault;
@@ -1021,6 +1071,7 @@ int core_ctx_create(const struct core_config *cfg, struct core_ctx **out)
 	c->kickfd = -1;
 	c->next_deadline = UINT64_MAX;
 	mover_init(&c->mv);
+	tmheap_init(&c->timers);
 	c->pid = getpid();
 	pthread_mutex_lock(&ctxs_lock);
 	c->all_next = ctxs;
@@ -1180,9 +1231,9 @@ static int start_v6(struct core_ctx *c)
 	c->io6 = io;
 	/* UD QPs send from their own port in this family too. A failure leaves that QP's IPv6
 	 * packets counted in tx_bad_ah. */
-	for (uint32_t i = 0; i < c->nactive; i++) {
-		struct core_qp *s = &c->qps[c->active[i]];
-		if (s->ud)
+	for (uint32_t n = 0; n < c->nqps; n++) {
+		struct core_qp *s = c->qps[n];
+		if (s && s->ud)
 			(void)ud_sport_get(c, s, FAM_V6);
 	}
 	return 0;
@@ -1289,5 +1340,9 @@ void core_ctx_destroy(struct core_ctx *c)
 	core_mg_free(&c->mg);
 	pthread_mutex_destroy(&c->lock);
 	free(c->ahs);
+	tmheap_fini(&c->timers);
+	for (uint32_t n = 0; n < c->nqps; n++)
+		free(c->qps[n]); /* QPs the application did not destroy */
+	free(c->qps);
 	free(c);
 }

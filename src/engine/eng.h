@@ -135,10 +135,17 @@ struct eng_env {
 	/* BIND_MW posted on QP `qpn` of PD `pd` (binds or unbinds a memory window). Returns 0
 	 * or -EINVAL (the request completes with IBV_WC_MW_BIND_ERR). May be NULL (no windows). */
 	int (*mw_bind)(void *ctx, uint32_t pd, uint32_t qpn, const struct eng_mw_bind *b);
-	/* The QP has packets to send, or its deadline moved earlier: the caller should call
-	 * eng_qp_output / eng_qp_deadline for it. May be called from any engine entry point;
-	 * it must not call back into the engine (queue the QP and return). */
+	/* The QP has packets to send, or (without a deadline callback) its deadline moved
+	 * earlier: the caller should call eng_qp_output / eng_qp_deadline for it. May be called
+	 * from any engine entry point; it must not call back into the engine (queue the QP and
+	 * return). */
 	void (*wake)(void *ctx, struct eng_qp *qp);
+	/* The QP's deadline (eng_qp_deadline) changed, earlier or later: the caller re-files its
+	 * timer. Called from any engine entry point, eng_qp_output included, once its work is
+	 * done; it may call eng_qp_deadline and nothing else of the engine. May be NULL: then
+	 * wake is called when the deadline moves earlier (and a later one is found out by asking,
+	 * as a caller that asks every QP at every pass does). */
+	void (*deadline)(void *ctx, struct eng_qp *qp);
 	/* Asynchronous event for the QP (IBV_EVENT_QP_FATAL, _QP_REQ_ERR, _QP_ACCESS_ERR,
 	 * _COMM_EST, _SQ_DRAINED, _QP_LAST_WQE_REACHED). May be NULL. */
 	void (*event)(void *ctx, struct eng_qp *qp, enum ibv_event_type ev);

@@ -240,9 +240,15 @@ static bool output_due(struct eng_qp *qp)
 
 static void kick(struct eng_qp *qp, uint64_t old_deadline)
 {
-	if (!qp->env.wake)
-		return;
-	if (output_due(qp) || eng_qp_deadline(qp) < old_deadline)
+	uint64_t d = eng_qp_deadline(qp);
+	bool earlier = d < old_deadline;
+
+	if (qp->env.deadline) {
+		if (d != old_deadline)
+			qp->env.deadline(qp->env.ctx, qp);
+		earlier = false; /* the caller filed the timer: a wake-up is for output only */
+	}
+	if (qp->env.wake && (earlier || output_due(qp)))
 		qp->env.wake(qp->env.ctx, qp);
 }
 
@@ -678,6 +684,7 @@ int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint
 int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		       size_t buf_cap, uint32_t *ah)
 {
+	uint64_t old = eng_qp_deadline(qp);
 	uint32_t dest = 0;
 	int n = 0;
 
@@ -700,6 +707,9 @@ int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out,
 		if (ah)
 			*ah = dest;
 	}
+	/* A request sent starts the ACK timer; a local operation that failed stops it. */
+	if (qp->env.deadline && eng_qp_deadline(qp) != old)
+		qp->env.deadline(qp->env.ctx, qp);
 	return n > 0 ? 1 : 0;
 }
 
