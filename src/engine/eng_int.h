@@ -27,10 +27,12 @@
 #define ENG_MAX_PKT_PER_ACK 64
 /* Responder output queue: ACK / NAK / atomic ACK / read response jobs, in PSN order. At most
  * IRD read and atomic jobs and one ACK between consecutive ones are needed with a requester
- * that respects its ORD, so the queue is sized for the IRD (eng_qp_set_attr), never below this;
- * a request finding the queue full is dropped (drop_resp_busy) and retried by its sender. The
- * last slot is reserved for a fatal NAK. Power of two. */
-#define ENG_RESPQ_MIN 64
+ * that respects its ORD, so the queue is sized for the IRD (eng_qp_set_attr: 2 * IRD + 2),
+ * never below this (IRD 0 to 3: ACKs, which coalesce, and NAKs); a request finding the queue
+ * full is dropped (drop_resp_busy) and retried by its sender. The last slot is reserved for a
+ * fatal NAK. Power of two. Small, because every QP has one: at 64 it was 3.5 KiB of an idle
+ * QP's 6 (issue 11: an idle QP costs at most 4 KiB beside its rings). */
+#define ENG_RESPQ_MIN 8
 /* retry_cnt / rnr_retry value meaning "for ever" (rxe for retry_cnt, IBA for rnr_retry). */
 #define ENG_RETRY_INFINITE 7
 
