@@ -216,6 +216,32 @@ static void type2(void)
 	obj_mw_remove(&mws, &mw);
 }
 
+/* A QP's destroy reaches its type 2 windows wherever they sit in the table: behind a slot
+ * freed earlier, and after windows of other QPs (obj_mw_qp_gone stops at the last window). */
+static void qp_gone_gaps(void)
+{
+	struct obj_mw w[4];
+	int err;
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct obj_mw){.type = IBV_MW_TYPE_2, .pd = PD};
+		REQUIRE(obj_mw_add(&mws, &w[i]) == 0);
+	}
+	obj_mw_remove(&mws, &w[0]); /* a hole in front */
+	for (int i = 1; i < 4; i++) {
+		struct obj_mw_bind b = bind_of(&w[i], 0x10000, 64, RW);
+		REQUIRE(obj_mw_bind(&mws, &mr, PD, i == 3 ? QPN : QPN + 1, &b) == 0);
+	}
+	obj_mw_qp_gone(&mws, QPN);
+	CHECK(!resolve(&w[3], QPN, 0x10000, 8, IBV_ACCESS_REMOTE_WRITE, &err));
+	CHECK_EQ(err, -ENOENT);
+	CHECK(resolve(&w[2], QPN + 1, 0x10000, 8, IBV_ACCESS_REMOTE_WRITE, &err) == buf);
+	for (int i = 1; i < 4; i++) {
+		CHECK_EQ(obj_mw_invalidate(&mws, PD, 0, w[i].key), 0);
+		obj_mw_remove(&mws, &w[i]);
+	}
+}
+
 int main(void)
 {
 	REQUIRE(obj_mr_table_init(&mrs, 16) == 0);
@@ -224,6 +250,7 @@ int main(void)
 	keys();
 	type1();
 	type2();
+	qp_gone_gaps();
 	CHECK_EQ(mws.k.used, 0);
 	obj_mw_table_fini(&mws);
 	obj_mr_table_fini(&mrs);
