@@ -35,6 +35,7 @@ struct iwp_conn {
 	 * destroyed - instead of flushing it; the next send finds the connection gone. */
 	bool lenient_eof;
 	bool peer_done; /* the peer's stream ended that way: we read no more */
+	bool rx_big;	/* the peer sends large FPDUs: read little past their payload (conn_rx) */
 	/* Nudges after an MPA exchange we initiated (iw_qp_nudge: Linux siw as responder leaves
 	 * bytes that arrive right after its Reply unread until more bytes come): the k-th at
 	 * 2^k ms after RTS (1 .. 512 ms), each only if FPDUs of ours went out since RTS.
@@ -67,7 +68,8 @@ struct iwp {
 	atomic_bool neighbours_due;  /* a pass sent bytes: the others' receive pass is due */
 	pid_t pid;		     /* the process that made it (a fork's copy is not its own) */
 	uint8_t discard[4096];
-	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
+	/* Reads past the payload the engine places: trailers, headers, small FPDUs (conn_rx). */
+	uint8_t stage[64 * 1024];
 };
 
 /* Under the lock: the handshake c on tcp is done; qp (INIT or RTR) takes over the stream
