@@ -35,7 +35,6 @@ struct iwp_conn {
 	 * destroyed - instead of flushing it; the next send finds the connection gone. */
 	bool lenient_eof;
 	bool peer_done; /* the peer's stream ended that way: we read no more */
-	bool rx_big;	/* the peer sends large FPDUs: read little past their payload (conn_rx) */
 	/* Nudges after an MPA exchange we initiated (iw_qp_nudge: Linux siw as responder leaves
 	 * bytes that arrive right after its Reply unread until more bytes come): the k-th at
 	 * 2^k ms after RTS (1 .. 512 ms), each only if FPDUs of ours went out since RTS.

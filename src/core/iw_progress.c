@@ -184,9 +184,8 @@ static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 		if (len >= STAGE_MIN) {
 			iov[n++] = (struct iovec){.iov_base = dst, .iov_len = len};
 			direct = len;
-			k->rx_big = len >= RX_BIG;
 		}
-		size_t tail = k->rx_big ? RX_TAIL : sizeof(p->stage);
+		size_t tail = iw_qp_rx_fpdu_payload(k->qp) >= RX_BIG ? RX_TAIL : sizeof(p->stage);
 		iov[n++] = (struct iovec){.iov_base = p->stage, .iov_len = tail};
 		ssize_t r = io_tcp_recvv(k->tcp, iov, n);
 		if (r == -EAGAIN)
@@ -209,8 +208,6 @@ static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 		}
 		if (e < 0)
 			return did; /* -EPROTO: our Terminate is queued, the tx side sends it */
-		if (!direct && (size_t)r == tail)
-			k->rx_big = false; /* small reads keep filling the stage: small FPDUs */
 		if ((size_t)r < direct + tail)
 			return did; /* the socket is empty */
 	}
@@ -226,7 +223,8 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 	for (int i = 0; i < TX_BUDGET; i++) {
 		/* A batch of FPDUs per sendmsg (iw_qp_tx_want), not one call per FPDU. */
 		struct iovec iov[IW_TX_BATCH_IOV];
-		int n = iw_qp_tx_want(k->qp, now, iov, IW_TX_BATCH_IOV);
+		int n =
+		    iw_qp_tx_pending(k->qp) ? iw_qp_tx_want(k->qp, now, iov, IW_TX_BATCH_IOV) : 0;
 		if (n <= 0) {
 			*idle = true;
 			return did;

@@ -189,11 +189,15 @@ int iw_qp_rx_want(struct iw_qp *qp, void **dst, size_t *len);
  * preceded (nothing consumed). */
 int iw_qp_rx_done(struct iw_qp *qp, size_t n, uint64_t now);
 
-/* The same path for bytes the caller already holds (tests, fuzzing, a recv() into a bounce
- * buffer): copies from buf to the places iw_qp_rx_want names (that copy stands for the
- * recv()) and consumes them. *used gets the bytes consumed: all len on 0, on an error the
- * bytes up to and including the batch in which it was found. Returns as iw_qp_rx_done (and
- * -ECONNRESET likewise). buf stays the caller's. */
+/* Payload bytes of the FPDU being received, or of the last one between FPDUs (0 before the
+ * first): how large the peer's FPDUs run, for a caller choosing how far to read ahead. */
+uint32_t iw_qp_rx_fpdu_payload(const struct iw_qp *qp);
+
+/* The same path for bytes the caller already holds (tests, fuzzing, a recv() into a staging
+ * buffer): parses buf in one pass and copies each payload piece to the place iw_qp_rx_want
+ * would have named, after the same checks (counted as rx_payload_copied). *used gets the bytes
+ * consumed: all len on 0, on an error the bytes up to and including the step in which it was
+ * found. Returns as iw_qp_rx_done (and -ECONNRESET likewise). buf stays the caller's. */
 int iw_qp_rx_bytes(struct iw_qp *qp, const uint8_t *buf, size_t len, size_t *used, uint64_t now);
 
 /* ---- transmit: the stream to the peer ---- */
@@ -211,6 +215,10 @@ int iw_qp_rx_bytes(struct iw_qp *qp, const uint8_t *buf, size_t len, size_t *use
  * are valid until the next call on this QP other than iw_qp_tx_want. Returns -EINVAL if
  * max_iov < 1. */
 int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov);
+
+/* True when iw_qp_tx_want may offer bytes (or has work to frame): a cheap check for a caller
+ * that polls; false means a want would return 0. */
+bool iw_qp_tx_pending(const struct iw_qp *qp);
 
 /* n bytes of the last iw_qp_tx_want's iovecs (in order) were handed to TCP; the next want
  * continues after them (TCP may take fewer than offered). A SEND / WRITE completes here when

@@ -103,6 +103,11 @@ bool iw_tx_ready(const struct iw_qp *qp)
 	       qp->tx.nudge_pending;
 }
 
+bool iw_qp_tx_pending(const struct iw_qp *qp)
+{
+	return iw_tx_ready(qp);
+}
+
 /* ---- starting a message ---- */
 
 static int start_rresp(struct iw_qp *qp)
