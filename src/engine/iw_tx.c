@@ -293,8 +293,9 @@ static int frame(struct iw_qp *qp)
 	struct iw_txf *f = &t->f[t->tail % IW_TX_BATCH];
 	struct eng_iov pc[ENG_MAX_SGE];
 	uint32_t off = 0, n = 0, crc = 0;
-	struct iw_tx b = t->b; /* committed only once the FPDU is complete */
-	int hl = iw_tx_next_hdr(&b, f->hdr, sizeof(f->hdr), &off, &n);
+	/* On a failure below the builder has moved on, but the message is abandoned anyway
+	 * (the QP is in ERR, t->active false) and the slot is not taken. */
+	int hl = iw_tx_next_hdr(&t->b, f->hdr, sizeof(f->hdr), &off, &n);
 	int k;
 
 	if (hl <= 0)
@@ -302,7 +303,6 @@ static int frame(struct iw_qp *qp)
 	k = resolve(qp, off, n, pc);
 	if (k < 0)
 		return k;
-	t->b = b;
 	f->hdr_len = (uint8_t)hl;
 	f->npay = (uint8_t)k;
 	f->pay = t->pay_tail;
@@ -321,10 +321,10 @@ static int frame(struct iw_qp *qp)
 	f->trl_len = (uint8_t)iw_fpdu_trailer(f->trl, (uint32_t)hl - IW_FPDU_LEN_SIZE + n, crc,
 					      qp->attr.crc, NULL);
 	f->len = (uint32_t)hl + n + f->trl_len;
-	f->last = b.done;
+	f->last = t->b.done;
 	t->tail++;
 	t->queued += f->len;
-	if (b.done)
+	if (t->b.done)
 		t->active = false; /* every FPDU of the message is framed */
 	return 0;
 }
