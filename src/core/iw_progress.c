@@ -26,6 +26,11 @@
 #define RX_BIG	  (16 * 1024)
 #define RX_TAIL	  512
 #define TX_BUDGET 256
+/* A busy-polling application retries a full socket at most this often: each try is a
+ * sendmsg that takes the socket lock and fails with EAGAIN (tens of thousands per second
+ * otherwise, competing with the kernel's own work on that socket). At 40 Gbit/s 10 us is
+ * 50 KB, a small part of the send buffer the kernel keeps filled. */
+#define TX_RETRY_NS 10000ull
 /* As progress.c: the application counts as active for this long after a post or poll, and the
  * thread naps (growing to NAP_MAX_NS) instead of competing with it for the lock. */
 #define APP_GRACE_NS 20000ull
@@ -215,10 +220,13 @@ static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 	return did;
 }
 
-static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
+/* app_poll: called from the application's poll (ibv_poll_cq), which may come back at once. */
+static bool conn_tx(struct iwp_conn *k, uint64_t now, bool app_poll, bool *idle)
 {
 	bool did = false;
 	*idle = false;
+	if (k->tx_blocked && app_poll && now < k->tx_retry_at)
+		return false; /* still blocked, as far as we know: EPOLLOUT stays asked for */
 	k->tx_blocked = false;
 	for (int i = 0; i < TX_BUDGET; i++) {
 		/* A batch of FPDUs per sendmsg (iw_qp_tx_want), not one call per FPDU. */
@@ -243,6 +251,7 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 		ssize_t r = io_tcp_sendv(k->tcp, iov, n);
 		if (r == -EAGAIN) {
 			k->tx_blocked = true;
+			k->tx_retry_at = now + TX_RETRY_NS;
 			return did;
 		}
 		if (r < 0) {
@@ -253,6 +262,7 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 		did = true;
 		if ((size_t)r < offered) {
 			k->tx_blocked = true;
+			k->tx_retry_at = now + TX_RETRY_NS;
 			return did;
 		}
 	}
@@ -350,7 +360,7 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 		did |= conn_rx(p, k, now);
 	if (k->nudge_next && !k->dead)
 		nudge_step(k, now);
-	if (!k->dead && conn_tx(k, now, &idle)) {
+	if (!k->dead && conn_tx(k, now, p->app_poll, &idle)) {
 		did = true;
 		*sent = true;
 	}
@@ -462,7 +472,9 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
 	int got = eng_cq_poll(cq, n, wc);
 	if (got)
 		return got;
+	p->app_poll = true;
 	run_all(p, true);
+	p->app_poll = false;
 	return eng_cq_poll(cq, n, wc);
 }
 
