@@ -44,6 +44,7 @@ struct iwp_conn {
 	uint64_t nudge_base, nudge_next;
 	uint64_t nudge_fpdus;  /* our FPDUs (nudges excluded) at RTS */
 	uint64_t last_rx;      /* when stream bytes last came in (core_now_ns), 0: never */
+	uint64_t tx_retry_at;  /* tx_blocked: the application's poll tries again from then */
 	uint64_t linger_until; /* PH_LINGER: when our FIN goes */
 	uint32_t events;       /* epoll interest registered */
 	struct iwp_conn *next;
@@ -66,9 +67,11 @@ struct iwp {
 	uint64_t peer_closed;	     /* auto-connected streams the peer ended between messages */
 	struct iwp *proc_next;	     /* the process's iWARP contexts (iw_progress.c, procs) */
 	atomic_bool neighbours_due;  /* a pass sent bytes: the others' receive pass is due */
+	bool app_poll;		     /* under the lock: the pass runs for ibv_poll_cq */
 	pid_t pid;		     /* the process that made it (a fork's copy is not its own) */
 	uint8_t discard[4096];
-	uint8_t stage[4096]; /* small reads: headers, trailers, small payloads (conn_rx) */
+	/* Reads past the payload the engine places: trailers, headers, small FPDUs (conn_rx). */
+	uint8_t stage[64 * 1024];
 };
 
 /* Under the lock: the handshake c on tcp is done; qp (INIT or RTR) takes over the stream

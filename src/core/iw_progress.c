@@ -20,9 +20,17 @@
 /* recv / send calls per connection and pass: bounded so that one busy stream cannot hold the
  * lock (and the other connections) for long; the caller comes back when there is more. */
 #define RX_BUDGET 256
-/* Reads the engine wants smaller than this go through the staging buffer (conn_rx). */
+/* Reads the engine wants smaller than this go through the staging buffer only (conn_rx). */
 #define STAGE_MIN 1024
+/* A payload read at least this long means large FPDUs: read only RX_TAIL bytes past it. */
+#define RX_BIG	  (16 * 1024)
+#define RX_TAIL	  512
 #define TX_BUDGET 256
+/* A busy-polling application retries a full socket at most this often: each try is a
+ * sendmsg that takes the socket lock and fails with EAGAIN (tens of thousands per second
+ * otherwise, competing with the kernel's own work on that socket). At 40 Gbit/s 10 us is
+ * 50 KB, a small part of the send buffer the kernel keeps filled. */
+#define TX_RETRY_NS 10000ull
 /* The thread's longest sleep: iWARP has no timers, this only bounds a lost wake-up. */
 #define WAIT_MS 20
 /* The handshake polls at least this often (its own deadline may be earlier). */
@@ -151,21 +159,45 @@ static void conn_lost(struct iwp_conn *k, uint64_t now)
 		iw_qp_set_state(k->qp, IBV_QPS_ERR, now);
 }
 
+/* Feeds n bytes that one recvmsg put at the engine's place (direct bytes) and then into the
+ * staging buffer. Returns 0 or iw_qp_rx_done's / iw_qp_rx_bytes's error. */
+static int rx_feed(struct iwp *p, struct iwp_conn *k, size_t n, size_t direct, uint64_t now)
+{
+	size_t used, placed = n < direct ? n : direct;
+	int e = 0;
+
+	if (placed)
+		e = iw_qp_rx_done(k->qp, placed, now);
+	if (!e && n > direct)
+		e = iw_qp_rx_bytes(k->qp, p->stage, n - direct, &used, now);
+	return e;
+}
+
+/* Reads the stream. Payload the engine wants read in place (len >= STAGE_MIN: registered
+ * memory it has validated) goes there; the same recvmsg reads on into the staging buffer, which
+ * the engine then parses and copies from: trailers, headers, small payloads. With small FPDUs
+ * (MSS-sized at MTU 1500) one call so reads many FPDUs, at the price of copying their payload
+ * once; with large ones (loopback: 64 KiB) it reads only RX_TAIL bytes past the payload
+ * (the trailer and the next header), so payload is almost never copied. A read that does not
+ * fill what was offered has emptied the socket: the pass ends there instead of asking again
+ * for an EAGAIN (epoll is level-triggered, the next poll or the thread comes back). */
 static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 {
 	bool did = false;
 	for (int i = 0; i < RX_BUDGET; i++) {
 		void *dst;
-		size_t len;
+		size_t len, direct = 0;
+		struct iovec iov[2];
+		int n = 0;
 		if (iw_qp_rx_want(k->qp, &dst, &len) < 0)
 			return did; /* the QP takes no more bytes (ERR) */
-		/* Large payload goes straight into the place the engine validated (registered
-		 * memory). Headers, trailers and small payloads come through a staging buffer
-		 * instead: one recv for a whole small FPDU (or several) rather than one per
-		 * header, payload and CRC, at the price of copying at most STAGE bytes. */
-		bool staged = len < STAGE_MIN;
-		ssize_t r = staged ? io_tcp_recv(k->tcp, p->stage, sizeof(p->stage))
-				   : io_tcp_recv(k->tcp, dst, len);
+		if (len >= STAGE_MIN) {
+			iov[n++] = (struct iovec){.iov_base = dst, .iov_len = len};
+			direct = len;
+		}
+		size_t tail = iw_qp_rx_fpdu_payload(k->qp) >= RX_BIG ? RX_TAIL : sizeof(p->stage);
+		iov[n++] = (struct iovec){.iov_base = p->stage, .iov_len = tail};
+		ssize_t r = io_tcp_recvv(k->tcp, iov, n);
 		if (r == -EAGAIN)
 			return did;
 		did = true;
@@ -179,28 +211,33 @@ static bool conn_rx(struct iwp *p, struct iwp_conn *k, uint64_t now)
 			return did;
 		}
 		k->last_rx = now;
-		size_t used;
-		int e = staged ? iw_qp_rx_bytes(k->qp, p->stage, (size_t)r, &used, now)
-			       : iw_qp_rx_done(k->qp, (size_t)r, now);
+		int e = rx_feed(p, k, (size_t)r, direct, now);
 		if (e == -ECONNRESET) { /* a Terminate from the peer: it closes too */
 			k->dead = true;
 			return did;
 		}
 		if (e < 0)
 			return did; /* -EPROTO: our Terminate is queued, the tx side sends it */
+		if ((size_t)r < direct + tail)
+			return did; /* the socket is empty */
 	}
 	k->more = true;
 	return did;
 }
 
-static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
+/* app_poll: called from the application's poll (ibv_poll_cq), which may come back at once. */
+static bool conn_tx(struct iwp_conn *k, uint64_t now, bool app_poll, bool *idle)
 {
 	bool did = false;
 	*idle = false;
+	if (k->tx_blocked && app_poll && now < k->tx_retry_at)
+		return false; /* still blocked, as far as we know: EPOLLOUT stays asked for */
 	k->tx_blocked = false;
 	for (int i = 0; i < TX_BUDGET; i++) {
-		struct iovec iov[IW_TX_MAX_IOV];
-		int n = iw_qp_tx_want(k->qp, now, iov, IW_TX_MAX_IOV);
+		/* A batch of FPDUs per sendmsg (iw_qp_tx_want), not one call per FPDU. */
+		struct iovec iov[IW_TX_BATCH_IOV];
+		int n =
+		    iw_qp_tx_pending(k->qp) ? iw_qp_tx_want(k->qp, now, iov, IW_TX_BATCH_IOV) : 0;
 		if (n <= 0) {
 			*idle = true;
 			return did;
@@ -219,6 +256,7 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 		ssize_t r = io_tcp_sendv(k->tcp, iov, n);
 		if (r == -EAGAIN) {
 			k->tx_blocked = true;
+			k->tx_retry_at = now + TX_RETRY_NS;
 			return did;
 		}
 		if (r < 0) {
@@ -229,6 +267,7 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool *idle)
 		did = true;
 		if ((size_t)r < offered) {
 			k->tx_blocked = true;
+			k->tx_retry_at = now + TX_RETRY_NS;
 			return did;
 		}
 	}
@@ -326,7 +365,7 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 		did |= conn_rx(p, k, now);
 	if (k->nudge_next && !k->dead)
 		nudge_step(k, now);
-	if (!k->dead && conn_tx(k, now, &idle)) {
+	if (!k->dead && conn_tx(k, now, p->app_poll, &idle)) {
 		did = true;
 		*sent = true;
 	}
@@ -438,7 +477,9 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
 	int got = eng_cq_poll(cq, n, wc);
 	if (got)
 		return got;
+	p->app_poll = true;
 	run_all(p, true);
+	p->app_poll = false;
 	return eng_cq_poll(cq, n, wc);
 }
 

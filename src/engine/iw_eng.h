@@ -57,6 +57,14 @@
 /* tx_want needs at most this many iovecs for one FPDU: header, one per SGE, trailer. Fewer
  * work too (the FPDU then comes out over several calls). */
 #define IW_TX_MAX_IOV (IW_MAX_SGE + 2)
+/* Framing runs ahead of TCP: up to IW_TX_BATCH FPDUs, and no more once IW_TX_BATCH_BYTES are
+ * framed, are handed out by one iw_qp_tx_want, so that one sendmsg carries many MSS-sized
+ * FPDUs instead of one system call per FPDU (64 KiB at MTU 1500 is 46 FPDUs). */
+#define IW_TX_BATCH	  32
+#define IW_TX_BATCH_BYTES (512u * 1024u)
+/* Iovecs for one tx_want that takes a whole batch of one-SGE FPDUs (header, payload,
+ * trailer each). */
+#define IW_TX_BATCH_IOV (3 * IW_TX_BATCH)
 
 struct iw_qp;
 
@@ -181,25 +189,36 @@ int iw_qp_rx_want(struct iw_qp *qp, void **dst, size_t *len);
  * preceded (nothing consumed). */
 int iw_qp_rx_done(struct iw_qp *qp, size_t n, uint64_t now);
 
-/* The same path for bytes the caller already holds (tests, fuzzing, a recv() into a bounce
- * buffer): copies from buf to the places iw_qp_rx_want names (that copy stands for the
- * recv()) and consumes them. *used gets the bytes consumed: all len on 0, on an error the
- * bytes up to and including the batch in which it was found. Returns as iw_qp_rx_done (and
- * -ECONNRESET likewise). buf stays the caller's. */
+/* Payload bytes of the FPDU being received, or of the last one between FPDUs (0 before the
+ * first): how large the peer's FPDUs run, for a caller choosing how far to read ahead. */
+uint32_t iw_qp_rx_fpdu_payload(const struct iw_qp *qp);
+
+/* The same path for bytes the caller already holds (tests, fuzzing, a recv() into a staging
+ * buffer): parses buf in one pass and copies each payload piece to the place iw_qp_rx_want
+ * would have named, after the same checks (counted as rx_payload_copied). *used gets the bytes
+ * consumed: all len on 0, on an error the bytes up to and including the step in which it was
+ * found. Returns as iw_qp_rx_done (and -ECONNRESET likewise). buf stays the caller's. */
 int iw_qp_rx_bytes(struct iw_qp *qp, const uint8_t *buf, size_t len, size_t *used, uint64_t now);
 
 /* ---- transmit: the stream to the peer ---- */
 
 /* Fills iov[0 .. k) with the next bytes to write to the TCP stream and returns k (0: nothing
- * to send now; the engine calls env->wake when that changes). One call covers at most the
- * rest of one FPDU (FPDUs are sized by attr.mulpdu as siw does: a message's non-last FPDUs
- * fill the MULPDU exactly); with max_iov below IW_TX_MAX_IOV an FPDU may take several calls.
- * Priority at each message boundary, as siw: a Terminate first, then Read Responses (at most
- * 4 in a row while send WQEs wait), then new send WQEs. The iovecs point into the QP's
+ * to send now; the engine calls env->wake when that changes). FPDUs are sized by attr.mulpdu as
+ * siw does (a message's non-last FPDUs fill the MULPDU exactly) and framed ahead of TCP: one
+ * call covers up to IW_TX_BATCH FPDUs (about IW_TX_BATCH_BYTES at most), of one or several
+ * messages, as far as max_iov allows (an FPDU takes 2 or 3 iovecs, one more per extra SGE;
+ * IW_TX_BATCH_IOV hold a whole batch of one-SGE FPDUs; with fewer, even below IW_TX_MAX_IOV,
+ * the rest comes in later calls). Priority at each message boundary, as siw: a Terminate
+ * first, then Read Responses (at most 4 in a row while send WQEs wait), then new send WQEs;
+ * the choice is made when a message's first FPDU is framed. The iovecs point into the QP's
  * scratch area, the WQE's inline data or registered memory (read-only for the caller) and
  * are valid until the next call on this QP other than iw_qp_tx_want. Returns -EINVAL if
  * max_iov < 1. */
 int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov);
+
+/* True when iw_qp_tx_want may offer bytes (or has work to frame): a cheap check for a caller
+ * that polls; false means a want would return 0. */
+bool iw_qp_tx_pending(const struct iw_qp *qp);
 
 /* n bytes of the last iw_qp_tx_want's iovecs (in order) were handed to TCP; the next want
  * continues after them (TCP may take fewer than offered). A SEND / WRITE completes here when
@@ -355,25 +374,42 @@ struct iw_rxs {
 	struct iw_term term;
 };
 
+/* Payload pieces shared by the framed FPDUs (one each unless a WQE has several SGEs). */
+#define IW_TX_PAY 64 /* a power of two, >= ENG_MAX_SGE */
+/* Longest FPDU header framed here (a Read Request); a Terminate lives in iw_txs.term. */
+#define IW_TX_HDR_MAX (IW_FPDU_LEN_SIZE + IW_RREQ_ULPDU_LEN)
+
+/* One framed FPDU waiting for TCP. */
+struct iw_txf {
+	uint8_t hdr[IW_TX_HDR_MAX]; /* ULPDU_LENGTH + header (IW_TX_TERM: unused, see term) */
+	uint8_t trl[3 + IW_FPDU_CRC_SIZE]; /* pad + CRC */
+	uint8_t hdr_len, trl_len;
+	uint8_t src;  /* enum iw_tx_src of its message */
+	bool last;    /* it ends its message */
+	uint8_t npay; /* payload pieces, from iw_txs.pay[pay & (IW_TX_PAY - 1)] on */
+	uint32_t pay; /* free-running index of its first piece */
+	uint32_t msg; /* IW_TX_SQ: SQ index; IW_TX_RRESP: IRQ index */
+	uint32_t pay_len;
+	uint32_t len; /* FPDU bytes */
+};
+
 struct iw_txs {
-	uint8_t src;	/* enum iw_tx_src of the message in progress */
-	bool active;	/* a message is in progress: b is valid */
-	struct iw_tx b; /* the wire layer's FPDU builder for it */
-	uint32_t wqe;	/* IW_TX_SQ: its SQ index */
+	/* The message being framed (siw's current WQE). */
+	uint8_t src;	   /* enum iw_tx_src of the message being framed */
+	bool active;	   /* a message is partly framed: b is valid */
+	struct iw_tx b;	   /* the wire layer's FPDU builder for it */
+	uint32_t msg;	   /* IW_TX_SQ: its SQ index; IW_TX_RRESP: its IRQ index */
+	uint32_t irq_next; /* IRQ index of the next Read Response to start, irq_head..irq_tail */
 	uint32_t irq_burst;
 	bool nudge_pending; /* iw_qp_nudge: a zero-length Write when nothing else goes */
-	/* The FPDU being handed to TCP. */
-	bool fpdu;
-	bool fpdu_last; /* it ends its message */
-	uint8_t hdr[IW_FPDU_LEN_SIZE + IW_TERM_ULPDU_MAX + 3 + IW_FPDU_CRC_SIZE];
-	uint16_t hdr_len; /* ULPDU_LENGTH + header (a Terminate: the whole FPDU) */
-	uint8_t trl[3 + IW_FPDU_CRC_SIZE];
-	uint8_t trl_len;
-	struct eng_iov pay[ENG_MAX_SGE];
-	uint32_t npay;
-	uint32_t pay_len;
-	size_t len;	/* FPDU bytes */
-	size_t sent;	/* bytes handed to TCP */
+	/* Framed FPDUs, oldest first: [head, tail) free-running; the head one is partly handed
+	 * to TCP (sent bytes). */
+	struct iw_txf f[IW_TX_BATCH];
+	uint32_t head, tail;
+	struct eng_iov pay[IW_TX_PAY];
+	uint32_t pay_head, pay_tail;
+	size_t queued;	/* bytes framed and not yet handed to TCP */
+	size_t sent;	/* bytes of the head FPDU handed to TCP */
 	size_t offered; /* bytes the last want offered */
 	/* The Terminate to send (before anything else, once no FPDU is half-sent). */
 	bool term_pending;
@@ -467,8 +503,13 @@ void iw_rx_reset(struct iw_qp *qp);
 /* iw_tx.c */
 void iw_tx_reset(struct iw_qp *qp);
 bool iw_tx_ready(const struct iw_qp *qp);
-/* Drops the FPDU / message in progress (ERR); counts half-sent bytes. */
+/* Drops every framed FPDU and the message being framed (ERR); counts half-sent bytes. */
 void iw_tx_abort(struct iw_qp *qp);
+/* ERR without abort: keeps only an FPDU that is partly handed to TCP (it must go out whole,
+ * so that the peer can parse what follows) and drops the rest. Returns true if one was kept. */
+bool iw_tx_keep_half(struct iw_qp *qp);
+/* Framed FPDUs wait or a message is partly framed. */
+bool iw_tx_busy(const struct iw_qp *qp);
 
 #endif /* IW_ENG_PRIVATE */
 

@@ -140,7 +140,7 @@ void iw_kick(struct iw_qp *qp)
 void iw_check_drained(struct iw_qp *qp)
 {
 	/* IBA 10.3.1 SQD: drained once nothing started is unfinished. */
-	if (qp->state != IBV_QPS_SQD || qp->drained || qp->tx.active)
+	if (qp->state != IBV_QPS_SQD || qp->drained || iw_tx_busy(qp))
 		return;
 	if (qp->sq_head != qp->sq_next)
 		return;
@@ -167,12 +167,12 @@ void iw_to_err(struct iw_qp *qp, bool abort, enum ibv_event_type ev, bool raise)
 	qp->rx.pend_rreq = false;
 	qp->rx.pend_term = false;
 	qp->rx.want_valid = false;
-	qp->irq_head = qp->irq_tail = 0; /* no more Read Responses (siw drops its IRQ) */
-	if (!abort && qp->tx.fpdu && qp->tx.sent > 0 && qp->tx.sent < qp->tx.len &&
-	    qp->tx.src != IW_TX_TERM) {
+	qp->irq_head = qp->irq_tail = qp->tx.irq_next = 0; /* no more Read Responses (siw) */
+	if (!abort && iw_tx_keep_half(qp)) {
 		/* Half an FPDU is on the wire: finish it so that the peer can parse the
-		 * Terminate after it; its payload lives in WQE / MR memory, so the send queue is
-		 * flushed only once it is out (iw_qp_tx_done). */
+		 * Terminate after it (the FPDUs framed after it are dropped); its payload lives
+		 * in WQE / MR memory, so the send queue is flushed only once it is out
+		 * (iw_qp_tx_done). */
 		qp->sq_flush_pending = true;
 	} else {
 		iw_tx_abort(qp);
@@ -438,7 +438,7 @@ int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
 		  const uint32_t rx_msn_used[IW_QN__COUNT], bool orq_rtr)
 {
 	if (qp->state != IBV_QPS_RTS || !iw_rx_idle(&qp->rx.p) || qp->rx.p.fpdus ||
-	    qp->counters[IW_CNT_tx_bytes] || qp->tx.fpdu || qp->tx.active)
+	    qp->counters[IW_CNT_tx_bytes] || iw_tx_busy(qp))
 		return -EINVAL;
 	for (int i = 0; i < IW_QN__COUNT; i++) {
 		if (tx_msn_used)

@@ -440,8 +440,11 @@ static int parse_error(struct iw_qp *qp, int err)
 	return iw_fatal(qp, err, raw, raw_len);
 }
 
-/* Feeds n stream bytes at buf to the parser and acts on its events. */
-static int feed(struct iw_qp *qp, const uint8_t *buf, size_t n)
+/* Feeds n stream bytes at buf to the parser and acts on its events; *fed gets the bytes
+ * consumed (all n on 0; on an error up to and including the step that found it). Payload
+ * that does not already lie at its destination (buf is not where rx_want pointed) is copied
+ * there by on_data, once its header has passed every check. */
+static int feed(struct iw_qp *qp, const uint8_t *buf, size_t n, size_t *fed)
 {
 	struct iw_rxs *r = &qp->rx;
 	size_t pos = 0;
@@ -453,6 +456,7 @@ static int feed(struct iw_qp *qp, const uint8_t *buf, size_t n)
 		int err = 0;
 
 		pos += used;
+		*fed = pos;
 		IW_ADD(qp, rx_bytes, used);
 		if (ret < 0)
 			return parse_error(qp, ret);
@@ -517,9 +521,15 @@ int iw_qp_rx_want(struct iw_qp *qp, void **dst, size_t *len)
 	return 0;
 }
 
+uint32_t iw_qp_rx_fpdu_payload(const struct iw_qp *qp)
+{
+	return qp->rx.pay_len;
+}
+
 int iw_qp_rx_done(struct iw_qp *qp, size_t n, uint64_t now)
 {
 	struct iw_rxs *r = &qp->rx;
+	size_t fed = 0;
 	int err;
 
 	(void)now;
@@ -530,29 +540,28 @@ int iw_qp_rx_done(struct iw_qp *qp, size_t n, uint64_t now)
 	if (!r->want_valid || n > r->want_len)
 		return -EINVAL;
 	r->want_valid = false;
-	err = feed(qp, r->want_dst, n);
+	err = feed(qp, r->want_dst, n, &fed);
 	iw_kick(qp);
 	return err;
 }
 
 int iw_qp_rx_bytes(struct iw_qp *qp, const uint8_t *buf, size_t len, size_t *used, uint64_t now)
 {
-	*used = 0;
-	while (*used < len) {
-		void *dst;
-		size_t room, n;
-		int err = iw_qp_rx_want(qp, &dst, &room);
+	int err;
 
-		if (err) {
-			IW_ADD(qp, drop_bad_state, len - *used);
-			return err;
-		}
-		n = len - *used < room ? len - *used : room;
-		memcpy(dst, buf + *used, n); /* stands for the recv() */
-		err = iw_qp_rx_done(qp, n, now);
-		*used += n;
-		if (err)
-			return err;
+	(void)now;
+	*used = 0;
+	if (!takes_bytes(qp)) {
+		IW_ADD(qp, drop_bad_state, len);
+		return -EPIPE;
 	}
-	return 0;
+	/* The parser reads headers and trailers from buf itself; payload is copied out of buf
+	 * only after its header's checks (on_data), as a recv() at rx_want's place would have
+	 * put it. One pass over the whole buffer, not one want / copy / done per piece. */
+	qp->rx.want_valid = false;
+	err = feed(qp, buf, len, used);
+	if (!err)
+		*used = len;
+	iw_kick(qp);
+	return err;
 }

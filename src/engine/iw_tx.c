@@ -17,15 +17,59 @@ void iw_tx_reset(struct iw_qp *qp)
 	memset(&qp->tx, 0, sizeof(qp->tx));
 }
 
+static struct iw_txf *txf_head(struct iw_qp *qp)
+{
+	return &qp->tx.f[qp->tx.head % IW_TX_BATCH];
+}
+
+static struct eng_iov *txf_piece(struct iw_qp *qp, const struct iw_txf *f, uint32_t i)
+{
+	return &qp->tx.pay[(f->pay + i) & (IW_TX_PAY - 1)];
+}
+
+bool iw_tx_busy(const struct iw_qp *qp)
+{
+	return qp->tx.active || qp->tx.head != qp->tx.tail;
+}
+
+/* Drops the framed FPDUs from index `from` on (they never reach TCP). */
+static void drop_from(struct iw_qp *qp, uint32_t from)
+{
+	struct iw_txs *t = &qp->tx;
+
+	while (t->tail != from) {
+		struct iw_txf *f = &t->f[--t->tail % IW_TX_BATCH];
+
+		t->pay_tail -= f->npay;
+		t->queued -= f->len;
+	}
+	if (from == t->head)
+		t->sent = 0;
+}
+
 void iw_tx_abort(struct iw_qp *qp)
 {
 	struct iw_txs *t = &qp->tx;
 
-	if (t->fpdu && t->sent > 0 && t->sent < t->len)
-		IW_ADD(qp, drop_tx_aborted, t->len - t->sent);
-	t->fpdu = false;
+	if (t->head != t->tail && t->sent > 0)
+		IW_ADD(qp, drop_tx_aborted, txf_head(qp)->len - t->sent);
+	drop_from(qp, t->head);
 	t->active = false;
 	t->offered = 0;
+}
+
+bool iw_tx_keep_half(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+
+	t->active = false; /* the rest of the message being framed never goes */
+	t->offered = 0;
+	if (t->head == t->tail || t->sent == 0 || txf_head(qp)->src == IW_TX_TERM) {
+		drop_from(qp, t->head);
+		return false;
+	}
+	drop_from(qp, t->head + 1);
+	return true;
 }
 
 /* May the send WQE at sq_next start now? (siw_activate_tx: ORD and fence gates.) */
@@ -49,21 +93,26 @@ bool iw_tx_ready(const struct iw_qp *qp)
 {
 	if (qp->tx.finished)
 		return false;
-	if (qp->tx.fpdu)
+	if (qp->tx.head != qp->tx.tail)
 		return true;
 	if (qp->state == IBV_QPS_ERR)
 		return qp->tx.term_pending || qp->sq_flush_pending;
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
-	return qp->tx.active || qp->irq_head != qp->irq_tail || sq_startable(qp) ||
+	return qp->tx.active || qp->tx.irq_next != qp->irq_tail || sq_startable(qp) ||
 	       qp->tx.nudge_pending;
+}
+
+bool iw_qp_tx_pending(const struct iw_qp *qp)
+{
+	return iw_tx_ready(qp);
 }
 
 /* ---- starting a message ---- */
 
 static int start_rresp(struct iw_qp *qp)
 {
-	const struct iw_irqe *e = &qp->irq[qp->irq_head % IW_MAX_IRD];
+	const struct iw_irqe *e = &qp->irq[qp->tx.irq_next % IW_MAX_IRD];
 	struct iw_hdr h;
 
 	/* RFC 5040 4.5: a Read Response is tagged, to the request's sink STag / TO. */
@@ -73,6 +122,7 @@ static int start_rresp(struct iw_qp *qp)
 	if (iw_tx_init(&qp->tx.b, &h, e->rreq.size, qp->attr.mulpdu, qp->attr.crc) < 0)
 		return -EINVAL; /* not reached: mulpdu >= IW_MIN_MULPDU */
 	qp->tx.src = IW_TX_RRESP;
+	qp->tx.msg = qp->tx.irq_next++;
 	qp->tx.active = true;
 	return 0;
 }
@@ -119,7 +169,7 @@ static int start_sq(struct iw_qp *qp)
 	if (iw_tx_init(&qp->tx.b, &h, len, qp->attr.mulpdu, qp->attr.crc) < 0)
 		return -EINVAL;
 	w->state = ENG_SWQE_ACTIVE;
-	qp->tx.wqe = qp->sq_next;
+	qp->tx.msg = qp->sq_next;
 	qp->sq_next++;
 	qp->tx.src = IW_TX_SQ;
 	qp->tx.active = true;
@@ -147,7 +197,7 @@ static int start_nudge(struct iw_qp *qp)
  * IW_RRESP_BURST in a row while send WQEs wait. Returns true if one was started. */
 static bool start_message(struct iw_qp *qp)
 {
-	bool sq = sq_startable(qp), irq = qp->irq_head != qp->irq_tail;
+	bool sq = sq_startable(qp), irq = qp->tx.irq_next != qp->irq_tail;
 
 	if (irq && (!sq || qp->tx.irq_burst < IW_RRESP_BURST)) {
 		qp->tx.irq_burst++;
@@ -166,13 +216,13 @@ int iw_qp_nudge(struct iw_qp *qp)
 {
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return -EINVAL;
-	if (qp->tx.active || qp->tx.fpdu || qp->irq_head != qp->irq_tail || sq_startable(qp))
+	if (iw_tx_busy(qp) || qp->tx.irq_next != qp->irq_tail || sq_startable(qp))
 		return -EBUSY;
 	qp->tx.nudge_pending = true;
 	return 0;
 }
 
-/* ---- framing one FPDU ---- */
+/* ---- framing ---- */
 
 static int rresp_err(int e)
 {
@@ -187,41 +237,37 @@ static int rresp_err(int e)
 	}
 }
 
-/* Frames the next FPDU of the active message. Returns 0, or a fatal error (the QP is in ERR
- * with a Terminate queued). */
-static int frame(struct iw_qp *qp)
+/* Resolves payload [off, off + n) of the message being framed into pieces. Returns their
+ * count, or a fatal error (the QP is in ERR with a Terminate queued). */
+static int resolve(struct iw_qp *qp, uint32_t off, uint32_t n, struct eng_iov *pc)
 {
 	struct iw_txs *t = &qp->tx;
-	uint32_t off = 0, n = 0, crc = 0;
-	int hl = iw_tx_next_hdr(&t->b, t->hdr, sizeof(t->hdr), &off, &n);
 
-	if (hl <= 0)
-		return -EINVAL; /* not reached: a done message is never active */
-	t->hdr_len = (uint16_t)hl;
-	t->npay = 0;
-	t->pay_len = n;
-	if (n && t->src == IW_TX_SQ) {
-		struct eng_swqe *w = iw_swqe_at(qp, t->wqe);
+	if (!n)
+		return 0;
+	if (t->src == IW_TX_SQ) {
+		struct eng_swqe *w = iw_swqe_at(qp, t->msg);
+		int k;
 
 		if (w->inl) {
-			t->pay[0].ptr = w->inline_data + off;
-			t->pay[0].len = n;
-			t->npay = 1;
-		} else {
-			int k = eng_sge_resolve_env(&qp->env, qp->init.pd, w->sge, w->num_sge, off,
-						    n, ENG_ACCESS_LOCAL_READ, t->pay);
-			if (k < 0) {
-				/* A local key error: the WR fails, the stream is terminated (the
-				 * peer may hold part of the message). */
-				w->state = ENG_SWQE_ERROR;
-				w->status = IBV_WC_LOC_PROT_ERR;
-				t->active = false;
-				return iw_fatal(qp, -IW_E_LOCAL, NULL, 0);
-			}
-			t->npay = (uint32_t)k;
+			pc[0].ptr = w->inline_data + off;
+			pc[0].len = n;
+			return 1;
 		}
-	} else if (n && t->src == IW_TX_RRESP) {
-		struct iw_irqe *e = &qp->irq[qp->irq_head % IW_MAX_IRD];
+		k = eng_sge_resolve_env(&qp->env, qp->init.pd, w->sge, w->num_sge, off, n,
+					ENG_ACCESS_LOCAL_READ, pc);
+		if (k < 0) {
+			/* A local key error: the WR fails, the stream is terminated (the peer may
+			 * hold part of the message). */
+			w->state = ENG_SWQE_ERROR;
+			w->status = IBV_WC_LOC_PROT_ERR;
+			t->active = false;
+			return iw_fatal(qp, -IW_E_LOCAL, NULL, 0);
+		}
+		return k;
+	}
+	if (t->src == IW_TX_RRESP) {
+		struct iw_irqe *e = &qp->irq[t->msg % IW_MAX_IRD];
 		int err = 0;
 		void *p = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn,
 					      e->rreq.src_stag, true, e->rreq.src_to + off, n,
@@ -232,68 +278,104 @@ static int frame(struct iw_qp *qp)
 			t->active = false;
 			return iw_fatal(qp, rresp_err(err), e->raw, sizeof(e->raw));
 		}
-		t->pay[0].ptr = p;
-		t->pay[0].len = n;
-		t->npay = 1;
+		pc[0].ptr = p;
+		pc[0].len = n;
+		return 1;
 	}
+	return 0;
+}
+
+/* Frames the next FPDU of the active message at the ring's tail. Returns 0, or a fatal error
+ * (the QP is in ERR with a Terminate queued; nothing was added). */
+static int frame(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+	struct iw_txf *f = &t->f[t->tail % IW_TX_BATCH];
+	struct eng_iov pc[ENG_MAX_SGE];
+	uint32_t off = 0, n = 0, crc = 0;
+	/* On a failure below the builder has moved on, but the message is abandoned anyway
+	 * (the QP is in ERR, t->active false) and the slot is not taken. */
+	int hl = iw_tx_next_hdr(&t->b, f->hdr, sizeof(f->hdr), &off, &n);
+	int k;
+
+	if (hl <= 0)
+		return -EINVAL; /* not reached: a done message is never active */
+	k = resolve(qp, off, n, pc);
+	if (k < 0)
+		return k;
+	f->hdr_len = (uint8_t)hl;
+	f->npay = (uint8_t)k;
+	f->pay = t->pay_tail;
+	f->pay_len = n;
+	f->src = t->src;
+	f->msg = t->msg;
+	for (int i = 0; i < k; i++)
+		t->pay[(t->pay_tail + (uint32_t)i) & (IW_TX_PAY - 1)] = pc[i];
+	t->pay_tail += (uint32_t)k;
 	if (qp->attr.crc) {
 		/* RFC 5044 6: from ULPDU_LENGTH through the pad, over the bytes where they lie. */
-		crc = crc32c(0, t->hdr, (size_t)hl);
-		for (uint32_t i = 0; i < t->npay; i++)
-			crc = crc32c(crc, t->pay[i].ptr, t->pay[i].len);
+		crc = crc32c(0, f->hdr, (size_t)hl);
+		for (int i = 0; i < k; i++)
+			crc = crc32c(crc, pc[i].ptr, pc[i].len);
 	}
-	t->trl_len = (uint8_t)iw_fpdu_trailer(t->trl, (uint32_t)hl - IW_FPDU_LEN_SIZE + n, crc,
+	f->trl_len = (uint8_t)iw_fpdu_trailer(f->trl, (uint32_t)hl - IW_FPDU_LEN_SIZE + n, crc,
 					      qp->attr.crc, NULL);
-	t->len = (size_t)hl + n + t->trl_len;
-	t->sent = 0;
-	t->fpdu_last = t->b.done;
-	t->fpdu = true;
+	f->len = (uint32_t)hl + n + f->trl_len;
+	f->last = t->b.done;
+	t->tail++;
+	t->queued += f->len;
+	if (t->b.done)
+		t->active = false; /* every FPDU of the message is framed */
 	return 0;
 }
 
 static void frame_term(struct iw_qp *qp)
 {
 	struct iw_txs *t = &qp->tx;
+	struct iw_txf *f = &t->f[t->tail % IW_TX_BATCH];
 
-	memcpy(t->hdr, t->term, t->term_len);
-	t->hdr_len = t->term_len;
-	t->npay = 0;
-	t->pay_len = 0;
-	t->trl_len = 0;
-	t->len = t->term_len;
-	t->sent = 0;
-	t->fpdu_last = true;
-	t->src = IW_TX_TERM;
-	t->active = true;
-	t->fpdu = true;
+	f->hdr_len = 0;
+	f->trl_len = 0;
+	f->npay = 0;
+	f->pay = t->pay_tail;
+	f->pay_len = 0;
+	f->src = IW_TX_TERM;
+	f->last = true;
+	f->len = t->term_len;
+	t->tail++;
+	t->queued += f->len;
 }
 
-/* Makes an FPDU current if one is due. Returns true if there is one. */
+/* Frames what is due, as far as the ring allows. Returns true if an FPDU waits. */
 static bool prepare(struct iw_qp *qp)
 {
 	struct iw_txs *t = &qp->tx;
 
-	for (;;) {
-		if (t->fpdu)
+	if (t->finished)
+		return false;
+	if (qp->state == IBV_QPS_ERR) {
+		/* Only a half-sent FPDU (iw_tx_keep_half) or the Terminate is left. */
+		if (t->head != t->tail)
 			return true;
-		if (t->finished)
-			return false;
-		if (qp->state == IBV_QPS_ERR) {
-			if (t->term_pending) {
-				frame_term(qp);
-				return true;
-			}
-			if (qp->sq_flush_pending)
-				iw_sq_flush(qp);
-			t->finished = true;
-			return false;
+		if (t->term_pending) {
+			frame_term(qp);
+			return true;
 		}
-		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
-			return false;
-		if (!t->active && !start_message(qp))
-			return false;
-		(void)frame(qp); /* on failure the loop sends the Terminate */
+		if (qp->sq_flush_pending)
+			iw_sq_flush(qp);
+		t->finished = true;
+		return false;
 	}
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return t->head != t->tail;
+	while (t->tail - t->head < IW_TX_BATCH && t->queued < IW_TX_BATCH_BYTES &&
+	       IW_TX_PAY - (t->pay_tail - t->pay_head) >= ENG_MAX_SGE) {
+		if (!t->active && !start_message(qp))
+			break;
+		if (frame(qp) < 0)
+			return prepare(qp); /* ERR: the Terminate (after a half-sent FPDU) */
+	}
+	return t->head != t->tail;
 }
 
 int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov)
@@ -309,47 +391,50 @@ int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov
 	if (!prepare(qp))
 		return 0;
 	skip = t->sent;
-	/* The FPDU's pieces in order: header (scratch), payload (MR / inline), trailer. */
-	for (uint32_t i = 0; i < t->npay + 2 && k < max_iov; i++) {
-		uint8_t *p;
-		size_t len;
+	/* Each FPDU's pieces in order: header (its ring slot), payload (MR / inline), trailer. */
+	for (uint32_t i = t->head; i != t->tail && k < max_iov; i++) {
+		struct iw_txf *f = &t->f[i % IW_TX_BATCH];
 
-		if (i == 0) {
-			p = t->hdr;
-			len = t->hdr_len;
-		} else if (i <= t->npay) {
-			p = t->pay[i - 1].ptr;
-			len = t->pay[i - 1].len;
-		} else {
-			p = t->trl;
-			len = t->trl_len;
+		for (uint32_t j = 0; j < (uint32_t)f->npay + 2 && k < max_iov; j++) {
+			uint8_t *p;
+			size_t len;
+
+			if (j == 0) {
+				p = f->src == IW_TX_TERM ? t->term : f->hdr;
+				len = f->src == IW_TX_TERM ? t->term_len : f->hdr_len;
+			} else if (j <= f->npay) {
+				const struct eng_iov *pc = txf_piece(qp, f, j - 1);
+
+				p = pc->ptr;
+				len = pc->len;
+			} else {
+				p = f->trl;
+				len = f->trl_len;
+			}
+			if (skip >= len) {
+				skip -= len;
+				continue;
+			}
+			iov[k].iov_base = p + skip;
+			iov[k].iov_len = len - skip;
+			offered += len - skip;
+			skip = 0;
+			k++;
 		}
-		if (skip >= len) {
-			skip -= len;
-			continue;
-		}
-		iov[k].iov_base = p + skip;
-		iov[k].iov_len = len - skip;
-		offered += len - skip;
-		skip = 0;
-		k++;
 	}
 	t->offered = offered;
 	return k;
 }
 
-/* The message in progress has been handed to TCP entirely. */
-static void message_done(struct iw_qp *qp)
+/* The last FPDU of a message has been handed to TCP. */
+static void message_done(struct iw_qp *qp, const struct iw_txf *f)
 {
-	struct iw_txs *t = &qp->tx;
-
-	t->active = false;
-	if (t->src == IW_TX_NUDGE) {
+	if (f->src == IW_TX_NUDGE) {
 		IW_INC(qp, tx_nudges);
-	} else if (t->src == IW_TX_RRESP) {
-		qp->irq_head++; /* the IRQ slot is free again */
-	} else if (t->src == IW_TX_SQ) {
-		struct eng_swqe *w = iw_swqe_at(qp, t->wqe);
+	} else if (f->src == IW_TX_RRESP) {
+		qp->irq_head++; /* the IRQ slot is free again (responses go in IRQ order) */
+	} else if (f->src == IW_TX_SQ) {
+		struct eng_swqe *w = iw_swqe_at(qp, f->msg);
 
 		/* siw: a SEND / WRITE completes once its last byte is with TCP; a READ when its
 		 * response has been placed (iw_rx.c). */
@@ -361,6 +446,37 @@ static void message_done(struct iw_qp *qp)
 	iw_check_drained(qp);
 }
 
+/* The head FPDU is out entirely. */
+static void fpdu_done(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+	struct iw_txf f = *txf_head(qp);
+
+	t->head++;
+	t->pay_head += f.npay;
+	t->queued -= f.len;
+	t->sent = 0;
+	IW_INC(qp, tx_fpdus);
+	IW_ADD(qp, tx_payload_bytes, f.pay_len);
+	if (f.src == IW_TX_TERM) {
+		t->term_pending = false;
+		if (qp->sq_flush_pending)
+			iw_sq_flush(qp);
+		t->finished = true;
+		return;
+	}
+	if (qp->state == IBV_QPS_ERR) {
+		/* The half-sent FPDU is whole now: drop its message, flush, Terminate next. */
+		if (qp->sq_flush_pending)
+			iw_sq_flush(qp);
+		if (!t->term_pending)
+			t->finished = true;
+		return;
+	}
+	if (f.last)
+		message_done(qp, &f);
+}
+
 int iw_qp_tx_done(struct iw_qp *qp, size_t n)
 {
 	struct iw_txs *t = &qp->tx;
@@ -368,35 +484,18 @@ int iw_qp_tx_done(struct iw_qp *qp, size_t n)
 	if (n > t->offered)
 		return -EINVAL;
 	t->offered = 0;
-	if (n == 0)
-		return 0;
-	t->sent += n;
 	IW_ADD(qp, tx_bytes, n);
-	if (t->sent < t->len)
-		return 0;
-	/* The FPDU is out. */
-	t->fpdu = false;
-	IW_INC(qp, tx_fpdus);
-	IW_ADD(qp, tx_payload_bytes, t->pay_len);
-	if (t->src == IW_TX_TERM) {
-		t->term_pending = false;
-		t->active = false;
-		if (qp->sq_flush_pending)
-			iw_sq_flush(qp);
-		t->finished = true;
-		return 0;
+	while (n > 0 && t->head != t->tail) {
+		size_t rest = txf_head(qp)->len - t->sent;
+
+		if (n < rest) {
+			t->sent += n;
+			break;
+		}
+		n -= rest;
+		t->sent += rest;
+		fpdu_done(qp);
 	}
-	if (qp->state == IBV_QPS_ERR) {
-		/* The half-sent FPDU is whole now: drop its message, flush, Terminate next. */
-		t->active = false;
-		if (qp->sq_flush_pending)
-			iw_sq_flush(qp);
-		if (!t->term_pending)
-			t->finished = true;
-		return 0;
-	}
-	if (t->fpdu_last)
-		message_done(qp);
 	return 0;
 }
 

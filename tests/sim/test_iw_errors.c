@@ -638,7 +638,8 @@ static void cut(void)
 }
 
 /* ERR while an FPDU is half written: the FPDU is finished, the Terminate follows it, and
- * the peer parses both (then the WRs are flushed). */
+ * the peer parses both (then the WRs are flushed). The FPDUs framed after it in the same batch
+ * (the Write is three FPDUs, handed out together) never go. */
 static void half_fpdu(void)
 {
 	static uint8_t out[8192];
@@ -657,6 +658,14 @@ static void half_fpdu(void)
 	REQUIRE(k > 0);
 	for (int i = 0; i < k; i++)
 		total += iov[i].iov_len;
+	REQUIRE(iov[0].iov_len >= IW_FPDU_LEN_SIZE);
+	{
+		const uint8_t *p = iov[0].iov_base;
+		size_t first = iw_fpdu_len((uint32_t)(p[0] << 8 | p[1]));
+
+		CHECK(total > first); /* the batch holds more than the first FPDU */
+		total = first;
+	}
 	memcpy(out, iov[0].iov_base, 10);
 	REQUIRE(iw_qp_tx_done(e.w->qp[SIM_B], 10) == 0); /* 10 bytes of the first FPDU */
 	/* A bad Write arrives now. */

@@ -4,6 +4,7 @@
 #include "wire/iwarp/iwarp.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "util/crc.h"
@@ -274,7 +275,11 @@ static int hdr_parse(const uint8_t *p, size_t hdr_len, uint16_t ulpdu_len, struc
 	if ((size_t)r != hdr_len)
 		return -IW_E_ULPDU_LEN;
 	oi = iw_opinfo(ctrl & IW_CTRL_OPCODE);
-	memset(h, 0, sizeof(*h));
+	/* The Terminate part (large) is zeroed only when it was or will be used: it stays zero
+	 * for every other header. */
+	if (h->opcode == IW_OP_TERMINATE || oi->opcode == IW_OP_TERMINATE)
+		memset(&h->term, 0, sizeof(h->term));
+	memset(h, 0, offsetof(struct iw_hdr, term));
 	(void)get_be(&c, 2);
 	h->opcode = oi->opcode;
 	h->tagged = ctrl & IW_CTRL_T;
@@ -472,6 +477,22 @@ static void rx_event(const struct iw_rx *rx, struct iw_rx_ev *ev)
 	ev->payload_len = (uint32_t)(rx->ulpdu_len - rx->hdr_len);
 }
 
+/* The whole header is in raw[]: decode it -> HDR event. */
+static int hdr_complete(struct iw_rx *rx, struct iw_rx_ev *ev)
+{
+	int r = hdr_parse(rx->raw + 2, rx->hdr_len, rx->ulpdu_len, &rx->hdr);
+
+	if (r < 0)
+		return rx_fail(rx, r);
+	if (rx->crc) /* RFC 5044 6: from ULPDU_LENGTH on */
+		rx->crc_acc = crc32c(0, rx->raw, rx->have);
+	rx->pay_done = 0;
+	rx->trl_have = 0;
+	rx->state = rx->ulpdu_len > rx->hdr_len ? RXS_DATA : RXS_TRAILER;
+	rx_event(rx, ev);
+	return IW_RX_HDR;
+}
+
 int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, struct iw_rx_ev *ev)
 {
 	size_t pos = 0;
@@ -488,6 +509,27 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 		switch (rx->state) {
 		case RXS_HDR: {
 			size_t n = rx->need - rx->have;
+
+			if (rx->have == 0 && len - pos >= IW_FPDU_LEN_SIZE + 2) {
+				/* Fast path, the same checks: ULPDU_LENGTH and the control word lie
+				 * in buf, and so does the whole header: take it at once. Anything
+				 * else (and every error) goes the byte-wise way below. */
+				uint16_t ul = be16(buf + pos);
+
+				r = ul > rx->max_ulpdu || ul < IW_DDP_TAGGED_HDR_LEN
+					? -1
+					: ctrl_check(be16(buf + pos + 2), ul);
+				if (r > 0 && len - pos >= IW_FPDU_LEN_SIZE + (size_t)r) {
+					rx->ulpdu_len = ul;
+					rx->hdr_len = (uint16_t)r;
+					rx->need = (uint16_t)(IW_FPDU_LEN_SIZE + r);
+					rx->have = rx->need;
+					memcpy(rx->raw, buf + pos, rx->need);
+					pos += rx->need;
+					*used = pos;
+					return hdr_complete(rx, ev);
+				}
+			}
 
 			if (n > len - pos)
 				n = len - pos;
@@ -514,16 +556,7 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 				rx->need = (uint16_t)(IW_FPDU_LEN_SIZE + r); /* r >= 14 */
 				break;
 			}
-			r = hdr_parse(rx->raw + 2, rx->hdr_len, rx->ulpdu_len, &rx->hdr);
-			if (r < 0)
-				return rx_fail(rx, r);
-			if (rx->crc) /* RFC 5044 6: from ULPDU_LENGTH on */
-				rx->crc_acc = crc32c(0, rx->raw, rx->have);
-			rx->pay_done = 0;
-			rx->trl_have = 0;
-			rx->state = rx->ulpdu_len > rx->hdr_len ? RXS_DATA : RXS_TRAILER;
-			rx_event(rx, ev);
-			return IW_RX_HDR;
+			return hdr_complete(rx, ev);
 		}
 		case RXS_DATA: {
 			uint32_t pay_len = (uint32_t)(rx->ulpdu_len - rx->hdr_len);
