@@ -41,6 +41,8 @@ static int iw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	int n = iwp_poll_cq(ctx->iwp, &cq->ecq, num_entries, wc);
 	core_unlock(ctx->core);
 	iwp_after_unlock(ctx->iwp);
+	if (n == 0)
+		iwp_note_app(ctx->iwp); /* it polls on: seen at the end too (core/mover.h) */
 	return n;
 }
 

@@ -392,6 +392,8 @@ static int sr_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	 * decision 4). */
 	int n = core_poll_cq(core, &cq->ecq, num_entries, wc);
 	core_unlock(core);
+	if (n == 0)
+		core_note_app_poll(core); /* it polls on: seen at the end too (core/mover.h) */
 	return n;
 }
 

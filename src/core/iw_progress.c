@@ -585,9 +585,7 @@ static void *iwp_main(void *arg)
 			break;
 		now = core_now_ns();
 		timer = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
-		if (!mover_woke(&p->mv, now, timer ? timer : UINT64_MAX))
-			continue;
-		if (!on_io && !(timer && now >= timer))
+		if (!mover_woke(&p->mv, now, on_io, timer ? timer : UINT64_MAX))
 			continue; /* nothing waits (a kick only asks for a new plan) */
 		bool waited = false;
 		if (!core_trylock(p->core)) {

@@ -74,18 +74,39 @@ struct mover_wait mover_plan(struct mover *m, uint64_t now, uint64_t deadline, u
 		set_who(m, MOVER_THREAD);
 	if (mover_who(m) == MOVER_APP)
 		return (struct mover_wait){.on_io = false, .until = now + m->nap};
-	uint64_t until = now + max_sleep;
+	/* While the application polls, check back after MOVER_GRACE_NS: a wake-up for a
+	 * packet it read first never reaches the thread (epoll finds the socket empty and
+	 * sleeps on), so only the time tells that the thread is not needed. */
+	uint64_t until = now + (app_active(m, now) ? MOVER_GRACE_NS : max_sleep);
 	if (deadline < until)
 		until = deadline;
 	return (struct mover_wait){.on_io = true, .until = until};
 }
 
-bool mover_woke(struct mover *m, uint64_t now, uint64_t deadline)
+static bool app_polling(const struct mover *m)
+{
+	uint64_t last = m->app_at_wake;
+	return last != 0 && (int64_t)(m->woke_at - last) < (int64_t)MOVER_POLL_GAP_NS;
+}
+
+static void app_served(struct mover *m)
+{
+	if (++m->idle >= MOVER_IDLE_MAX)
+		set_who(m, MOVER_APP);
+}
+
+bool mover_woke(struct mover *m, uint64_t now, bool on_io, uint64_t deadline)
 {
 	if (mover_who(m) == MOVER_THREAD) {
 		m->woke_at = now;
 		m->app_at_wake = atomic_load_explicit(&m->last_app, memory_order_relaxed);
-		return true;
+		if (on_io || deadline <= now)
+			return true;
+		/* The time ran out, no packet for the thread meanwhile: if the application is
+		 * polling, it moves them. */
+		if (app_polling(m))
+			app_served(m);
+		return false;
 	}
 	/* A look: is the application still there? */
 	if (!app_active(m, now)) {
@@ -113,15 +134,13 @@ void mover_passed(struct mover *m, bool on_io, bool waited, bool did)
 		m->n[MOVER_CNT_work]++;
 	if (mover_who(m) == MOVER_APP || (!on_io && !waited))
 		return; /* a timer: says nothing about who reads the sockets */
-	/* Had the application polled just before the packets came? Then it was polling for
-	 * them: the thread's wake-up was not needed (even if it got there first: on a core
-	 * shared with the application it always does). Otherwise it polls for something else
-	 * or not at all (an RDMA WRITE target spinning on memory): the thread is needed. */
-	uint64_t last = m->app_at_wake;
-	if (last != 0 && (int64_t)(m->woke_at - last) < (int64_t)MOVER_POLL_GAP_NS) {
-		if (++m->idle >= MOVER_IDLE_MAX)
-			set_who(m, MOVER_APP);
-	} else {
+	/* Had the application polled just before the packets came, or did it hold the lock?
+	 * Then it was polling for them: the thread's wake-up was not needed (even if it got
+	 * there first: on a core shared with the application it always does). Otherwise it
+	 * polls for something else or not at all (an RDMA WRITE target spinning on memory):
+	 * the thread is needed. */
+	if (waited || app_polling(m))
+		app_served(m);
+	else
 		m->idle = 0;
-	}
 }

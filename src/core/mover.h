@@ -22,6 +22,9 @@
  *   MOVER_POLL_GAP_NS) was not needed, whoever got to them first; MOVER_IDLE_MAX of those in
  *   a row and the application has the packets back (APP). One that came while it was not
  *   (it spins on memory after its send completion: ib_write_lat) starts the count again.
+ *   A wake-up for a packet the application read first does not even reach the thread
+ *   (epoll finds the socket empty and sleeps on): while the application polls, the thread
+ *   also checks back every MOVER_GRACE_NS, and finding it polling counts the same.
  *
  * Sans-I/O: the thread asks how to wait (mover_plan), whether to make a pass (mover_woke,
  * mover_lock_busy), and tells what the pass found (mover_passed); the time is passed in. */
@@ -96,8 +99,9 @@ bool mover_app_blocks(struct mover *m);
  * the longest wait without looking at the time. */
 struct mover_wait mover_plan(struct mover *m, uint64_t now, uint64_t deadline, uint64_t max_sleep);
 
-/* Thread: after a wait, whether to make a pass now; deadline is the earliest timer. */
-bool mover_woke(struct mover *m, uint64_t now, uint64_t deadline);
+/* Thread: after a wait (on_io: the sockets have something), whether to make a pass now;
+ * deadline is the earliest timer. */
+bool mover_woke(struct mover *m, uint64_t now, bool on_io, uint64_t deadline);
 
 /* Thread: the lock is held by someone else; true when the thread should wait for it. */
 bool mover_lock_busy(struct mover *m);

@@ -1033,7 +1033,8 @@ static void *progress_main(void *arg)
 		if (atomic_load(&c->stop))
 			break;
 		now = core_now_ns();
-		if (!mover_woke(&c->mv, now, __atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED)))
+		if (!mover_woke(&c->mv, now, on_io,
+				__atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED)))
 			continue;
 		bool waited = false;
 		if (pthread_mutex_trylock(&c->lock) != 0) {

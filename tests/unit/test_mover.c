@@ -4,7 +4,8 @@
  * at the thread's next look, within a nap; packets that come while the application polls for
  * something else (ib_write_lat's target) keep the thread in charge; an application about to
  * block asks for a kick only while it moves the packets itself; a lock held by the application
- * is waited for in THREAD and skipped in a look; a timer the polling application leaves
+ * is waited for in THREAD and skipped in a look; while the application polls, timeouts with
+ * nothing for the thread count as its doing; a timer the polling application leaves
  * overdue is run by a look; the nap doubles up to MOVER_NAP_MAX_NS. */
 #include "check.h"
 
@@ -22,7 +23,7 @@ static void io_wake(struct mover *m, uint64_t t, uint64_t app)
 		mover_note_app(m, app);
 	struct mover_wait w = mover_plan(m, t, UINT64_MAX, 20000 * US);
 	CHECK(w.on_io);
-	CHECK(mover_woke(m, t, UINT64_MAX));
+	CHECK(mover_woke(m, t, true, UINT64_MAX));
 	mover_passed(m, true, false, true);
 }
 
@@ -58,7 +59,7 @@ static void polling_app_takes_back(void)
 		CHECK_EQ(w.until - t, nap);
 		t = w.until;
 		mover_note_app(&m, t - 1 * US);
-		CHECK(!mover_woke(&m, t, UINT64_MAX));
+		CHECK(!mover_woke(&m, t, false, UINT64_MAX));
 		nap = nap * 2 > MOVER_NAP_MAX_NS ? MOVER_NAP_MAX_NS : nap * 2;
 	}
 	CHECK_EQ(nap, MOVER_NAP_MAX_NS);
@@ -77,7 +78,7 @@ static void app_going_away_is_taken_over(void)
 	mover_note_app(&m, t);
 	struct mover_wait w = mover_plan(&m, t, UINT64_MAX, 20000 * US);
 	CHECK(!w.on_io);
-	CHECK(mover_woke(&m, w.until + MOVER_GRACE_NS, UINT64_MAX)); /* a look: it is gone */
+	CHECK(mover_woke(&m, w.until + MOVER_GRACE_NS, false, UINT64_MAX)); /* a look: gone */
 	CHECK_EQ(mover_who(&m), MOVER_THREAD);
 	CHECK_EQ(m.n[MOVER_CNT_to_thread], 1);
 	/* And the plan itself notices, if the thread was woken for something else. */
@@ -105,6 +106,34 @@ static void write_target_keeps_thread(void)
 	}
 	CHECK_EQ(mover_who(&m), MOVER_THREAD);
 	CHECK_EQ(m.n[MOVER_CNT_to_app], 0);
+}
+
+/* A wake-up for a packet the application read first never reaches the thread: while the
+ * application polls, the thread checks back every MOVER_GRACE_NS and finding it polling, with
+ * nothing for the thread, counts as the application's doing. */
+static void timeouts_while_app_polls(void)
+{
+	struct mover m;
+	mover_init(&m);
+	uint64_t t = 1000 * US;
+	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++) {
+		mover_note_app(&m, t);
+		struct mover_wait w = mover_plan(&m, t, UINT64_MAX, 20000 * US);
+		CHECK(w.on_io);
+		CHECK_EQ(w.until - t, MOVER_GRACE_NS);
+		t = w.until;
+		mover_note_app(&m, t - 1 * US);
+		CHECK(!mover_woke(&m, t, false, UINT64_MAX));
+	}
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	/* An application that is not polling: the thread sleeps on, and times out say
+	 * nothing. */
+	mover_init(&m);
+	struct mover_wait w = mover_plan(&m, t, UINT64_MAX, 20000 * US);
+	CHECK_EQ(w.until - t, 20000 * US);
+	for (int i = 0; i < 40; i++)
+		CHECK(!mover_woke(&m, t + (uint64_t)i * 20000 * US, false, UINT64_MAX));
+	CHECK_EQ(mover_who(&m), MOVER_THREAD);
 }
 
 static void blocking_app_kicks_only_in_app(void)
@@ -138,18 +167,18 @@ static void lock_and_timers(void)
 	/* A look while the application polls: nothing to do, unless a timer is overdue by
 	 * more than a nap (the application only posts, say). */
 	mover_note_app(&m, t);
-	CHECK(!mover_woke(&m, t + 1 * US, t + 100 * US));
+	CHECK(!mover_woke(&m, t + 1 * US, false, t + 100 * US));
 	mover_note_app(&m, t + 200 * US);
-	CHECK(mover_woke(&m, t + 201 * US, t));
+	CHECK(mover_woke(&m, t + 201 * US, false, t));
 	mover_passed(&m, false, false, true);
 	CHECK_EQ(mover_who(&m), MOVER_APP);
-	/* Timer passes in THREAD say nothing about who reads: the count stays. */
+	/* Passes for a due timer in THREAD say nothing about who reads: the count stays. */
 	mover_init(&m);
 	for (unsigned i = 0; i + 1 < MOVER_IDLE_MAX; i++, t += 10 * US)
 		io_wake(&m, t, t - 1 * US);
 	for (int i = 0; i < 5; i++) {
 		mover_note_app(&m, t);
-		CHECK(mover_woke(&m, t, UINT64_MAX));
+		CHECK(mover_woke(&m, t, false, t));
 		mover_passed(&m, false, false, true);
 	}
 	CHECK_EQ(mover_who(&m), MOVER_THREAD);
@@ -159,7 +188,7 @@ static void lock_and_timers(void)
 	mover_init(&m);
 	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US) {
 		mover_note_app(&m, t - 1 * US);
-		CHECK(mover_woke(&m, t, UINT64_MAX));
+		CHECK(mover_woke(&m, t, true, UINT64_MAX));
 		mover_passed(&m, false, true, false);
 	}
 	CHECK_EQ(mover_who(&m), MOVER_APP);
@@ -171,6 +200,7 @@ int main(void)
 	polling_app_takes_back();
 	app_going_away_is_taken_over();
 	write_target_keeps_thread();
+	timeouts_while_app_polls();
 	blocking_app_kicks_only_in_app();
 	lock_and_timers();
 	return check_exit();
