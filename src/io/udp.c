@@ -20,8 +20,8 @@
 #define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
 #endif
 
-/* TOS / TCLASS, TTL / HOPLIMIT (ints) and UDP_SEGMENT (a u16): 3 * 16 bytes. */
-#define TX_CTL_LEN 64
+/* TOS / TCLASS, TTL / HOPLIMIT (ints) and UDP_SEGMENT (a u16). */
+#define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
 
 union ctl_tx {
 	struct cmsghdr align;
