@@ -68,9 +68,10 @@ struct core_ah {
 };
 
 /* The receive check solves the ICRC for the IPv4 ID it cannot see (roce_icrc_check), which
- * leaves 16 bits of the CRC unchecked. A softrdma peer always sends ID 0, so once a QP's peer
- * has shown ID 0, a packet that needs another ID is corrupt: the full 32 bits are checked.
- * A kernel peer (rxe) sends varying IDs and keeps the 16-bit residual check. */
+ * leaves 16 bits of the CRC unchecked. A softrdma peer sends ID 0, or 0, 1, 2, ... within a GSO
+ * train (io.h), so once a QP's peer has shown ID 0, a packet that needs an ID of
+ * IO_UDP_TRAIN_MAX or more is corrupt: 26 bits are checked. A kernel peer (rxe) sends varying
+ * IDs and keeps the 16-bit residual check. */
 enum id_mode { ID_UNKNOWN, ID_ZERO, ID_ANY };
 
 struct core_ctx {
@@ -474,12 +475,99 @@ void core_app_blocks(struct core_ctx *c)
 
 /* ---- transmit ---- */
 
+/* Whether b goes where a goes, the same way (one GSO train, io.h). */
+static bool same_way(const struct io_pkt *a, const struct io_pkt *b)
+{
+	return a->sport == b->sport && a->dport == b->dport && a->tos == b->tos &&
+	       a->ttl == b->ttl && a->ipv6 == b->ipv6 && memcmp(a->dst, b->dst, 16) == 0;
+}
+
+static enum roce_kind kind_of(const struct io_pkt *p)
+{
+	const struct roce_opinfo *oi = roce_opinfo(p->buf[0]);
+	return oi ? (enum roce_kind)oi->kind : ROCE_KIND_CNP;
+}
+
+static bool is_request(const struct io_pkt *p)
+{
+	enum roce_kind k = kind_of(p);
+	return k == ROCE_KIND_SEND || k == ROCE_KIND_WRITE || k == ROCE_KIND_READ_REQ ||
+	       k == ROCE_KIND_ATOMIC;
+}
+
+/* The engine emits a QP's responder output (the ACK of what it received) before its
+ * requests (the application's reply), and a GSO train needs its smaller packet last (io.h):
+ * an ACK moves behind the requests that follow it to the same place. The two belong to
+ * different PSN spaces (IBTA 9.7.1), so the peer sees each in its order still. */
+static void acks_last(struct io_pkt *t, int n)
+{
+	for (int i = 0; i + 1 < n; i++) {
+		if (kind_of(&t[i]) != ROCE_KIND_ACK)
+			continue;
+		int j = i;
+		while (j + 1 < n && same_way(&t[j], &t[j + 1]) && is_request(&t[j + 1]) &&
+		       t[j + 1].len >= t[j].len) {
+			struct io_pkt tmp = t[j];
+			t[j] = t[j + 1];
+			t[j + 1] = tmp;
+			j++;
+		}
+		i = j;
+	}
+}
+
+/* How many packets from t[0] on (of n) form one GSO train (io.h): one way, all of the
+ * first's length but a shorter last one, within the kernel's limits. */
+static int train_len(const struct io_pkt *t, int n)
+{
+	size_t total = t[0].len;
+	int k = 1;
+	while (k < n && k < IO_UDP_TRAIN_MAX && same_way(&t[0], &t[k]) && t[k].len <= t[0].len &&
+	       total + t[k].len <= IO_UDP_TRAIN_BYTES) {
+		total += t[k].len;
+		k++;
+		if (t[k - 1].len < t[0].len)
+			break; /* a shorter one ends the train */
+	}
+	return k;
+}
+
+/* Writes p's ICRC (its last 4 bytes) for the IPv4 Identification the kernel will give it. */
+static void seal(struct io_pkt *p, uint16_t ip_id)
+{
+	struct roce_envelope env = {.ipv6 = p->ipv6,
+				    .ip_id = p->ipv6 ? 0 : ip_id,
+				    .df = true,
+				    .sport = p->sport,
+				    .dport = p->dport};
+	size_t len = p->len - ROCE_ICRC_LEN;
+	memcpy(env.src, p->src, 16);
+	memcpy(env.dst, p->dst, 16);
+	roce_icrc_put(p->buf + len, roce_icrc(&env, p->buf, len));
+}
+
+/* Sends the transmit batch. The ICRCs are written here, once the batch is known: a packet's
+ * IPv4 Identification, which the ICRC covers, depends on its place in a GSO train (io.h). */
 static void flush_tx(struct core_ctx *c, uint64_t now)
 {
 	if (c->ntx == 0)
 		return;
 	struct io_udp *io = io_of(c, c->tx_v6);
 	struct io_fault *fault = c->tx_v6 ? c->fault6 : c->fault;
+	/* The fault stage drops and reorders packet by packet: no trains through it. */
+	bool gso = !fault && io_udp_gso(io);
+	if (gso)
+		acks_last(c->tx, c->ntx);
+	for (int i = 0; i < c->ntx;) {
+		int k = gso ? train_len(&c->tx[i], c->ntx - i) : 1;
+		c->tx[i].train = (uint8_t)k;
+		for (int j = 0; j < k; j++) {
+			if (j)
+				c->tx[i + j].train = 0;
+			seal(&c->tx[i + j], (uint16_t)j);
+		}
+		i += k;
+	}
 	int sent =
 	    fault ? io_fault_send(fault, io, c->tx, c->ntx, now) : io_udp_send(io, c->tx, c->ntx);
 	if (sent < 0)
@@ -542,12 +630,7 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 		memset(start + len, 0, pad);
 		len += pad;
 		uint16_t dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
-		struct roce_envelope env = {
-		    .ipv6 = path->ipv6, .ip_id = 0, .df = true, .sport = sport, .dport = dport};
-		memcpy(env.src, path->src, 16);
-		memcpy(env.dst, path->dst, 16);
-		roce_icrc_put(start + len, roce_icrc(&env, start, len));
-		len += ROCE_ICRC_LEN;
+		len += ROCE_ICRC_LEN; /* written by flush_tx */
 
 		c->tx_v6 = path->ipv6;
 		struct io_pkt *p = &c->tx[c->ntx++];
@@ -773,7 +856,7 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	}
 	if (s->id_mode == ID_UNKNOWN) {
 		s->id_mode = ip_id == 0 ? ID_ZERO : ID_ANY;
-	} else if (s->id_mode == ID_ZERO && ip_id != 0) {
+	} else if (s->id_mode == ID_ZERO && ip_id >= IO_UDP_TRAIN_MAX) {
 		c->counters[CORE_CNT_rx_bad_icrc]++;
 		return;
 	}
@@ -812,12 +895,22 @@ static void input_mcast_one(struct core_ctx *c, const struct io_pkt *p, uint64_t
 	}
 }
 
-static bool input_mcast(struct core_ctx *c, uint64_t now)
+/* The receive array: each entry owns one of rxbuf's rooms, set once. Receiving only permutes
+ * the entries (io_udp_recv, io_mcast_recv), so the rooms stay with the array and an (empty)
+ * poll does not hand them out again. */
+static void rx_rooms(struct core_ctx *c)
 {
+	if (c->rx[0].buf)
+		return;
 	for (int i = 0; i < BATCH; i++) {
 		c->rx[i].buf = c->rxbuf[i];
 		c->rx[i].cap = PKT_ROOM;
 	}
+}
+
+static bool input_mcast(struct core_ctx *c, uint64_t now)
+{
+	rx_rooms(c);
 	int n = io_mcast_recv(c->mc, c->rx, BATCH);
 	if (n <= 0)
 		return false;
@@ -829,10 +922,7 @@ static bool input_mcast(struct core_ctx *c, uint64_t now)
 
 static bool input_from(struct core_ctx *c, struct io_udp *io, uint64_t now)
 {
-	for (int i = 0; i < BATCH; i++) {
-		c->rx[i].buf = c->rxbuf[i];
-		c->rx[i].cap = PKT_ROOM;
-	}
+	rx_rooms(c);
 	int n = io_udp_recv(io, c->rx, BATCH);
 	if (n <= 0)
 		return false;
@@ -933,14 +1023,18 @@ int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc
 {
 	if (!c->io)
 		return eng_cq_poll(cq, n, wc);
-	uint64_t now = core_now_ns();
+	uint64_t now = 0;
 	/* What the previous call left due (ACKs) goes first: its completions are with the
 	 * application by now. */
-	if (c->run_head)
+	if (c->run_head) {
+		now = core_now_ns();
 		run_output(c, now);
+	}
 	int got = eng_cq_poll(cq, n, wc);
 	if (got)
-		return got;
+		return got; /* the clock is read only when something needs it */
+	if (!now)
+		now = core_now_ns();
 	run_input(c, now);
 	run_timers(c, now);
 	got = eng_cq_poll(cq, n, wc);

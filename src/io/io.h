@@ -96,6 +96,9 @@
 #define IO_UDP_BATCH		64 /* most packets one recv or send system call moves */
 #define IO_UDP_MAX_SLOT		255
 #define IO_UDP_DEFAULT_CHECK_MS 20
+#define IO_UDP_TRAIN_MAX	64 /* most packets in one GSO train (the kernel's UDP_MAX_SEGMENTS) */
+#define IO_UDP_TRAIN_BYTES	65507 /* most payload bytes in one train (IPv4 UDP length) */
+#define IO_UDP_GSO_ENV		"SOFTRDMA_GSO"
 
 /* Drop, error and event counters, one list (STYLE habit 10). X(name, description). */
 #define IO_UDP_COUNTERS(X)                                                                         \
@@ -118,6 +121,9 @@
 	X(tx_drop_badaddr, "dropped: destination of the wrong address family")                     \
 	X(tx_drop_other, "dropped: any other send error")                                          \
 	X(tx_sport_unbound, "sent from the main socket: no io_udp_sport_get for pkts.sport")       \
+	X(tx_gso_trains, "GSO super-packets handed to the kernel (trains of 2 or more packets)")   \
+	X(tx_gso_packets, "packets that left in a GSO super-packet")                               \
+	X(tx_drop_gso, "dropped: train packets after the first, when the kernel refused GSO")      \
 	X(sport_fallback, "io_udp_sport_get could not bind the port; main socket used instead")    \
 	X(steer_epochs, "membership changes this member started (join, leave, crash seen)")        \
 	X(steer_gc, "dead members removed from the registry")                                      \
@@ -175,6 +181,8 @@ struct io_pkt {
 	uint16_t dport;	 /* recv: our port; send: destination UDP port (normally 4791) */
 	uint8_t tos;	 /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN); recv: as received */
 	uint8_t ttl;	 /* IPv4 TTL / IPv6 hop limit; send: 0 means the kernel default (64) */
+	uint8_t train;	 /* send: 0 or 1, alone; k > 1, the first of a GSO train of k packets
+			  * (see "GSO trains" below); recv: unused */
 };
 
 struct io_udp;
@@ -221,7 +229,8 @@ int io_udp_fd(const struct io_udp *io);
  * -EINVAL (bad arguments), or another negative errno from recvmmsg (counted in rx_errors). */
 int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n);
 
-/* Sends pkts[0..n) (any n >= 0; batches of IO_UDP_BATCH), each to dst:dport, from the socket
+/* Sends pkts[0..n) (any n >= 0; batches of IO_UDP_BATCH), each to dst:dport, the trains among
+ * them (pkts[i].train > 1, see "GSO trains") as GSO super-packets, from the socket
  * bound to pkts[i].sport (sendmmsg per run of packets with one source port), with IP TOS /
  * traffic class = tos and TTL / hop limit = ttl. pkts[i].sport must be io_udp_port(io) or a port
  * taken with io_udp_sport_get; otherwise the packet leaves from the main socket (so with source
@@ -231,6 +240,36 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n);
  * Returns the number of packets handed to the kernel (n minus the drops), or -EINVAL when
  * arguments are bad (nothing sent). */
 int io_udp_send(struct io_udp *io, const struct io_pkt *pkts, int n);
+
+/* ---- GSO trains ----
+ * Packets that go to one destination back to back (a reply and the ACK after it, the packets
+ * of a large WRITE) can leave as one UDP GSO super-packet (UDP_SEGMENT, Linux 4.18): one trip
+ * through the sending kernel's IP stack, which cuts the super-packet back into datagrams at
+ * the device or, on loopback, at the receiving socket. The datagrams are the packets as they
+ * would have left alone, with one difference: the kernel numbers the segments' IPv4
+ * Identification 0, 1, 2, ... (from the super-packet's ID, 0 on our sockets; observed on 6.18
+ * through a veth without UDP segmentation offload), and the RoCEv2 ICRC covers that field
+ * (spec 6.3). IPv6 has no such field: there the datagrams are byte for byte the same.
+ * A train is pkts[i .. i + k) with pkts[i].train = k (2 .. IO_UDP_TRAIN_MAX) and train 0 in
+ * the others, which the caller formed so that:
+ *   - all share sport, dst, dport, tos and ttl;
+ *   - all but the last have the first's length, the last is no longer (the kernel cuts every
+ *     gso_size bytes), and the lengths add up to at most IO_UDP_TRAIN_BYTES;
+ *   - for IPv4, packet j of the train (j = 0 .. k - 1) has its ICRC computed for
+ *     Identification j.
+ * A train that breaks the first two rules leaves packet by packet (the caller's bug; for IPv4
+ * the ICRC of all but the first then fits no Identification the kernel gives).
+ * Form trains only while io_udp_gso(io) is true. When the kernel refuses a super-packet
+ * (EIO: no checksum offload on the route, e.g. IPsec; EINVAL; ENOPROTOOPT; EOPNOTSUPP),
+ * GSO is switched off for io: the train's first packet is sent alone and the others are
+ * dropped (tx_drop_gso; their ICRC only fits the IDs of a train), and RC retransmits them.
+ * Captures on loopback (tcpdump -i lo) see the super-packet, not the datagrams: keep GSO off
+ * when capturing there. */
+
+/* Whether io_udp_send accepts trains: SOFTRDMA_GSO=1 in the environment at io_udp_open (off
+ * by default: see above), the kernel took the UDP_SEGMENT option, and no super-packet has been
+ * refused since. Any thread. */
+bool io_udp_gso(const struct io_udp *io);
 
 /* Takes a reference on a sending socket bound to local:sport (rxe uses 0xC000 | hash per QP, spec
  * section 1.3). Call at QP setup, never on the data path: the first reference creates and binds

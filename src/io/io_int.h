@@ -20,27 +20,38 @@ union io_ctl_rx {
 };
 
 /* One receive batch's message headers: msg[i] describes pkts[i] of the last io_rx_batch_recv
- * (its msg_len, msg_flags, sender name and control messages). */
+ * (its msg_len, msg_flags, sender name and control messages). The headers stay prepared between
+ * calls: a call restores only what the kernel wrote at the previous one (the name and control
+ * lengths of the datagrams it delivered) and the buffers that differ from the caller's, so an
+ * empty poll costs a comparison per entry rather than a rebuild. Zeroed memory is a valid
+ * empty batch. */
 struct io_rx_batch {
 	struct mmsghdr msg[IO_UDP_BATCH];
 	struct iovec iov[IO_UDP_BATCH];
 	struct sockaddr_in6 name[IO_UDP_BATCH]; /* or sockaddr_in */
 	union io_ctl_rx ctl[IO_UDP_BATCH];
+	int ready; /* msg[0..ready) point at their name, iov and control buffers */
+	int used;  /* msg[0..used) were written by the kernel at the last call */
 };
 
 /* One recvmmsg of up to n (<= IO_UDP_BATCH) datagrams from fd, without blocking, into
  * pkts[i].buf (pkts[i].cap bytes each; nothing else of pkts is touched). Returns how many came
- * (0 when none is waiting, or interrupted) or a negative errno. */
+ * (0 when none is waiting, or interrupted), -EINVAL when a buffer is missing or has no room
+ * (nothing received), or another negative errno from recvmmsg. */
 int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n);
 
-/* Keeps pkts[i] (a datagram that passed its checks) as the next of those kept (*out): entries
- * are swapped whole, each keeping its buffer, so no packet byte is copied (io.h). */
-static inline void io_rx_keep(struct io_pkt *pkts, int i, int *out)
+/* Keeps pkts[i] (a datagram of batch b that passed its checks) as the next of those kept
+ * (*out): entries are swapped whole, each keeping its buffer, so no packet byte is copied
+ * (io.h); b's buffer list follows, so that it still matches pkts at the next call. */
+static inline void io_rx_keep(struct io_rx_batch *b, struct io_pkt *pkts, int i, int *out)
 {
 	if (i != *out) {
 		struct io_pkt tmp = pkts[*out];
 		pkts[*out] = pkts[i];
 		pkts[i] = tmp;
+		struct iovec v = b->iov[*out];
+		b->iov[*out] = b->iov[i];
+		b->iov[i] = v;
 	}
 	(*out)++;
 }

@@ -265,7 +265,7 @@ static int recv_from(struct io_mcast *m, int fd, bool v6, struct io_pkt *pkts, i
 				if (m->groups[g].fd == fd)
 					memcpy(pkts[i].dst, m->groups[g].gid, 16);
 		}
-		io_rx_keep(pkts, i, &out);
+		io_rx_keep(&m->rx, pkts, i, &out);
 	}
 	cnt_add(m, IO_MCAST_C_rx_packets, (uint64_t)out);
 	return out;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,7 +16,12 @@
 
 #define SPORT_RCVBUF 4096 /* source-port sockets never receive RoCE traffic */
 
-#define TX_CTL_LEN 64
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
+#endif
+
+/* TOS / TCLASS, TTL / HOPLIMIT (ints) and UDP_SEGMENT (a u16). */
+#define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
 
 union ctl_tx {
 	struct cmsghdr align;
@@ -41,8 +47,10 @@ struct io_udp {
 	/* tx side: source-port sockets, sorted by port (binary search on the data path) */
 	struct sport_ent *sports;
 	uint32_t nsports, capsports;
+	atomic_bool gso; /* trains accepted (io_udp_gso) */
 	struct mmsghdr tx_msg[IO_UDP_BATCH];
-	struct iovec tx_iov[IO_UDP_BATCH];
+	struct iovec tx_iov[IO_UDP_BATCH]; /* message m's packets: its msg_iov[0 .. tx_npk[m]) */
+	uint8_t tx_npk[IO_UDP_BATCH];
 	struct sockaddr_in6 tx_name[IO_UDP_BATCH]; /* or sockaddr_in */
 	union ctl_tx tx_ctl[IO_UDP_BATCH];
 
@@ -210,6 +218,10 @@ int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 	    .counters = io->cnt,
 	};
 	memcpy(scfg.addr, io->addr, 16);
+	/* GSO trains (io.h): asked for, and known to the kernel. */
+	const char *gso = getenv(IO_UDP_GSO_ENV);
+	if (gso && strcmp(gso, "1") == 0 && setopt_int(io->fd, IPPROTO_UDP, UDP_SEGMENT, 0) == 0)
+		atomic_store_explicit(&io->gso, true, memory_order_relaxed);
 	err = io_steer_join(&scfg, io->fd, (const struct sockaddr *)&sa, salen, &io->steer);
 	if (err)
 		goto fail_close;
@@ -308,9 +320,7 @@ bool io_rx_fill(int family, uint16_t port, struct io_pkt *pkt, const struct msgh
 
 int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n)
 {
-	for (int i = 0; i < n; i++) {
-		b->iov[i].iov_base = pkts[i].buf;
-		b->iov[i].iov_len = pkts[i].cap;
+	for (int i = b->ready; i < n; i++) {
 		b->msg[i].msg_hdr = (struct msghdr){
 		    .msg_name = &b->name[i],
 		    .msg_namelen = sizeof(b->name[i]),
@@ -319,12 +329,36 @@ int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, i
 		    .msg_control = b->ctl[i].buf,
 		    .msg_controllen = sizeof(b->ctl[i].buf),
 		};
+		b->iov[i] = (struct iovec){0};
+	}
+	if (n > b->ready)
+		b->ready = n;
+	/* recvmmsg wrote back the name and control lengths of what it delivered; the rest of a
+	 * header is only read by the kernel. */
+	for (int i = 0; i < b->used; i++) {
+		b->msg[i].msg_hdr.msg_namelen = sizeof(b->name[i]);
+		b->msg[i].msg_hdr.msg_controllen = sizeof(b->ctl[i].buf);
+	}
+	b->used = 0;
+	/* The caller's buffers: usually the ones of the last call (a receiver reuses its array,
+	 * and io_rx_keep's permutations are mirrored in iov), so one pass without branches finds
+	 * them unchanged. */
+	uintptr_t diff = 0;
+	for (int i = 0; i < n; i++)
+		diff |= ((uintptr_t)b->iov[i].iov_base ^ (uintptr_t)pkts[i].buf) |
+			(b->iov[i].iov_len ^ pkts[i].cap);
+	for (int i = 0; diff && i < n; i++) {
+		if (!pkts[i].buf || pkts[i].cap == 0)
+			return -EINVAL;
+		b->iov[i].iov_base = pkts[i].buf;
+		b->iov[i].iov_len = pkts[i].cap;
 	}
 	int got = recvmmsg(fd, b->msg, (unsigned)n, MSG_DONTWAIT, NULL);
 	if (got < 0) {
 		int err = errno;
 		return err == EAGAIN || err == EWOULDBLOCK || err == EINTR ? 0 : -err;
 	}
+	b->used = got;
 	return got;
 }
 
@@ -346,14 +380,12 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 		return -EINVAL;
 	if (n > IO_UDP_BATCH)
 		n = IO_UDP_BATCH;
-	for (int i = 0; i < n; i++)
-		if (!pkts[i].buf || pkts[i].cap == 0)
-			return -EINVAL;
 	if (n == 0)
 		return 0;
 	got = io_rx_batch_recv(&io->rx, io->fd, pkts, n);
 	if (got < 0) {
-		cnt_add(io, IO_UDP_C_rx_errors, 1);
+		if (got != -EINVAL) /* -EINVAL: a bad buffer, nothing received */
+			cnt_add(io, IO_UDP_C_rx_errors, 1);
 		return got;
 	}
 	for (int i = 0; i < got; i++) {
@@ -373,7 +405,7 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 		pkts[i].len = len;
 		fill_rx(io, &pkts[i], mh);
 		bytes += len;
-		io_rx_keep(pkts, i, &out);
+		io_rx_keep(&io->rx, pkts, i, &out);
 	}
 	cnt_add(io, IO_UDP_C_rx_packets, (uint64_t)out);
 	cnt_add(io, IO_UDP_C_rx_bytes, bytes);
@@ -410,26 +442,36 @@ static int sport_fd(const struct io_udp *io, uint16_t port, bool *unbound)
 	return io->sports[i].fd >= 0 ? io->sports[i].fd : io->fd;
 }
 
-/* Prepares the message for pkt in slot m; false when its destination is unusable. */
-static bool build_tx(struct io_udp *io, int m, const struct io_pkt *pkt)
+/* Prepares message m for pkts[0 .. k) (k > 1: a train, io.h), its packets in tx_iov from v on;
+ * false when the destination is unusable. */
+static bool build_tx(struct io_udp *io, int m, int v, const struct io_pkt *pkts, int k)
 {
+	const struct io_pkt *pkt = &pkts[0];
 	socklen_t nl = make_sockaddr(io->family, pkt->dst, pkt->dport, &io->tx_name[m]);
 	struct msghdr *mh = &io->tx_msg[m].msg_hdr;
 	struct cmsghdr *c;
 	int tos = pkt->tos, ttl = pkt->ttl;
 	int lvl = io->family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+	size_t ctl = CMSG_SPACE(sizeof(int));
 
 	if (!nl)
 		return false;
-	io->tx_iov[m].iov_base = pkt->buf;
-	io->tx_iov[m].iov_len = pkt->len;
+	for (int j = 0; j < k; j++) {
+		io->tx_iov[v + j].iov_base = pkts[j].buf;
+		io->tx_iov[v + j].iov_len = pkts[j].len;
+	}
+	io->tx_npk[m] = (uint8_t)k;
+	if (ttl)
+		ctl += CMSG_SPACE(sizeof(int));
+	if (k > 1)
+		ctl += CMSG_SPACE(sizeof(uint16_t));
 	*mh = (struct msghdr){
 	    .msg_name = &io->tx_name[m],
 	    .msg_namelen = nl,
-	    .msg_iov = &io->tx_iov[m],
-	    .msg_iovlen = 1,
+	    .msg_iov = &io->tx_iov[v],
+	    .msg_iovlen = (size_t)k,
 	    .msg_control = io->tx_ctl[m].buf,
-	    .msg_controllen = ttl ? 2 * CMSG_SPACE(sizeof(int)) : CMSG_SPACE(sizeof(int)),
+	    .msg_controllen = ctl,
 	};
 	/* Per-packet TOS/TTL as ancillary data (ip_cmsg_send / ip6_datagram_send_ctl): the AH of
 	 * each QP may ask for a different traffic class and hop limit. */
@@ -445,7 +487,36 @@ static bool build_tx(struct io_udp *io, int m, const struct io_pkt *pkt)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &ttl, sizeof(int));
 	}
+	if (k > 1) {
+		/* Last, so that a refused train can drop it (gso_refused). */
+		uint16_t seg = (uint16_t)pkt->len;
+		c = CMSG_NXTHDR(mh, c);
+		c->cmsg_level = IPPROTO_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	}
 	return true;
+}
+
+/* Whether pkts[0 .. k) keep the rules of a train (io.h): one addressing, the first's length
+ * for all but the last, the last no longer, the total within a UDP datagram. */
+static bool train_ok(const struct io_pkt *pkts, int k)
+{
+	const struct io_pkt *p = &pkts[0];
+	size_t total = p->len;
+
+	if (k > IO_UDP_TRAIN_MAX || p->len == 0 || p->len > UINT16_MAX)
+		return false;
+	for (int j = 1; j < k; j++) {
+		const struct io_pkt *q = &pkts[j];
+		if (q->sport != p->sport || q->dport != p->dport || q->tos != p->tos ||
+		    q->ttl != p->ttl || memcmp(q->dst, p->dst, 16) != 0 || q->len == 0 ||
+		    q->len > p->len || (q->len < p->len && j != k - 1))
+			return false;
+		total += q->len;
+	}
+	return total <= IO_UDP_TRAIN_BYTES;
 }
 
 static enum io_udp_counter tx_reason(int err)
@@ -471,17 +542,51 @@ static enum io_udp_counter tx_reason(int err)
 	}
 }
 
-/* Sends messages [0, m) on fd; returns how many the kernel took. */
+/* The kernel refused message m, a train, with err: when err says "no GSO here" (io.h), GSO
+ * goes off for io and m shrinks to the train's first packet. Returns whether m is to be sent
+ * again. */
+static bool gso_refused(struct io_udp *io, int m, int err)
+{
+	struct msghdr *mh = &io->tx_msg[m].msg_hdr;
+
+	if (io->tx_npk[m] < 2 ||
+	    (err != EIO && err != EINVAL && err != ENOPROTOOPT && err != EOPNOTSUPP))
+		return false;
+	atomic_store_explicit(&io->gso, false, memory_order_relaxed);
+	cnt_add(io, IO_UDP_C_tx_drop_gso, (uint64_t)io->tx_npk[m] - 1);
+	io->tx_npk[m] = 1;
+	mh->msg_iovlen = 1;
+	mh->msg_controllen -= CMSG_SPACE(sizeof(uint16_t)); /* UDP_SEGMENT, the last */
+	return true;
+}
+
+/* Counts message m as sent. */
+static void count_sent(struct io_udp *io, int m)
+{
+	const struct msghdr *mh = &io->tx_msg[m].msg_hdr;
+	uint64_t bytes = 0;
+
+	for (size_t j = 0; j < mh->msg_iovlen; j++)
+		bytes += mh->msg_iov[j].iov_len;
+	cnt_add(io, IO_UDP_C_tx_bytes, bytes);
+	if (io->tx_npk[m] > 1) {
+		cnt_add(io, IO_UDP_C_tx_gso_trains, 1);
+		cnt_add(io, IO_UDP_C_tx_gso_packets, io->tx_npk[m]);
+	}
+}
+
+/* Sends messages [0, m) on fd; returns how many packets the kernel took. */
 static int send_run(struct io_udp *io, int fd, int m)
 {
 	int off = 0, sent = 0;
 	while (off < m) {
 		int r = sendmmsg(fd, io->tx_msg + off, (unsigned)(m - off), MSG_DONTWAIT);
 		if (r > 0) {
-			for (int j = off; j < off + r; j++)
-				cnt_add(io, IO_UDP_C_tx_bytes, io->tx_iov[j].iov_len);
+			for (int j = off; j < off + r; j++) {
+				count_sent(io, j);
+				sent += io->tx_npk[j];
+			}
 			off += r;
-			sent += r;
 			continue;
 		}
 		int err = r < 0 ? errno : EAGAIN;
@@ -491,11 +596,14 @@ static int send_run(struct io_udp *io, int fd, int m)
 			err = EAGAIN;
 		if (err == EAGAIN || err == ENOBUFS) {
 			/* The queue is full: the rest would fail too. Never block (io.h). */
-			cnt_add(io, tx_reason(err), (uint64_t)(m - off));
+			for (int j = off; j < m; j++)
+				cnt_add(io, tx_reason(err), io->tx_npk[j]);
 			break;
 		}
-		/* A per-packet error stops sendmmsg at that packet: count it, go on after it. */
-		cnt_add(io, tx_reason(err), 1);
+		if (gso_refused(io, off, err))
+			continue;
+		/* A per-packet error stops sendmmsg at that message: count it, go on after it. */
+		cnt_add(io, tx_reason(err), io->tx_npk[off]);
 		off++;
 	}
 	cnt_add(io, IO_UDP_C_tx_packets, (uint64_t)sent);
@@ -508,17 +616,27 @@ int io_udp_send(struct io_udp *io, const struct io_pkt *pkts, int n)
 
 	if (!io || n < 0 || (n > 0 && !pkts))
 		return -EINVAL;
+	bool gso = atomic_load_explicit(&io->gso, memory_order_relaxed);
 	while (i < n) {
 		uint16_t sport = pkts[i].sport;
 		bool unbound;
 		int fd = sport_fd(io, sport, &unbound);
-		int m = 0, taken = 0;
+		int m = 0, v = 0, taken = 0;
 		while (i + taken < n && m < IO_UDP_BATCH && pkts[i + taken].sport == sport) {
-			if (build_tx(io, m, &pkts[i + taken]))
+			const struct io_pkt *p = &pkts[i + taken];
+			int k = 1;
+			if (p->train > 1 && gso && p->train <= n - i - taken &&
+			    train_ok(p, p->train))
+				k = p->train;
+			if (v + k > IO_UDP_BATCH)
+				break; /* the train goes in the next run */
+			if (build_tx(io, m, v, p, k)) {
 				m++;
-			else
-				cnt_add(io, IO_UDP_C_tx_drop_badaddr, 1);
-			taken++;
+				v += k;
+			} else {
+				cnt_add(io, IO_UDP_C_tx_drop_badaddr, (uint64_t)k);
+			}
+			taken += k;
 		}
 		if (unbound)
 			cnt_add(io, IO_UDP_C_tx_sport_unbound, (uint64_t)taken);
@@ -527,6 +645,11 @@ int io_udp_send(struct io_udp *io, const struct io_pkt *pkts, int n)
 		i += taken;
 	}
 	return sent;
+}
+
+bool io_udp_gso(const struct io_udp *io)
+{
+	return atomic_load_explicit(&io->gso, memory_order_relaxed);
 }
 
 int io_udp_sport_get(struct io_udp *io, uint16_t sport)

@@ -218,7 +218,9 @@ int roce_icrc_check(const struct roce_envelope *env, const uint8_t *pkt, size_t 
 	e = *env;
 	e.ip_id = 0;
 	d = roce_icrc(&e, pkt, len - ROCE_ICRC_LEN) ^ rx;
-	if (env->ipv6) {
+	/* D = 0 is L(0): ID 0, the one every softrdma sender uses (io.h), found without the
+	 * inverse power below (which would yield U = 0 and ID 0 as well). */
+	if (env->ipv6 || d == 0) {
 		if (id_out)
 			*id_out = 0;
 		return d == 0 ? 0 : -EBADMSG;
