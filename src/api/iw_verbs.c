@@ -74,8 +74,8 @@ static int iw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
  * post_send flushes it and the progress thread's next pass sends what input caused. */
 static void iw_env_wake(void *c, struct eng_qp *qp)
 {
-	(void)c;
-	(void)qp;
+	struct sr_context *ctx = c;
+	iwp_qp_wake(ctx->iwp, iw_qp_from_env(qp));
 }
 
 static void iw_env_event(void *c, struct eng_qp *eqp, enum ibv_event_type type)

@@ -47,7 +47,13 @@ struct iwp_conn {
 	uint64_t tx_retry_at;  /* tx_blocked: the application's poll tries again from then */
 	uint64_t linger_until; /* PH_LINGER: when our FIN goes */
 	uint32_t events;       /* epoll interest registered */
-	struct iwp_conn *next;
+	bool rx_due;	       /* epoll reported it this pass (run_ready) */
+	/* On the work list (struct iwp, work) while it has something to do that epoll does not
+	 * report: bytes to send, a budget that ran out, a blocked socket, an ending stream.
+	 * Kept only with more than a few connections (iw_progress.c, FEW_CONNS). */
+	bool listed;
+	struct iwp_conn *next, **pprev;	 /* struct iwp, conns */
+	struct iwp_conn *wnext, **wprev; /* the work list */
 };
 
 struct iwp {
@@ -55,6 +61,12 @@ struct iwp {
 	pthread_mutex_t accept_lock; /* one iwp_accept at a time uses the listener */
 	struct io_tcp_listener *lis;
 	struct iwp_conn *conns;
+	/* With more than a few connections a pass visits only these and those epoll reports
+	 * readable (or writable): an idle connection costs nothing (run_ready). */
+	struct iwp_conn *work;
+	unsigned nconns;
+	uint64_t visits; /* connections a pass looked at, all passes (a test's measure) */
+	uint64_t passes;
 	int epfd, kickfd;
 	pthread_t thread;
 	bool has_thread;

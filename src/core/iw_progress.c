@@ -26,6 +26,11 @@
 #define RX_BIG	  (16 * 1024)
 #define RX_TAIL	  512
 #define TX_BUDGET 256
+/* Up to this many connections a pass visits each (a recv that finds nothing costs about what
+ * asking epoll would); beyond, only those with work (run_ready). */
+#define FEW_CONNS 4
+/* Connections one pass takes from epoll; more ready ones are left to the next pass. */
+#define READY_MAX 64
 /* A busy-polling application retries a full socket at most this often: each try is a
  * sendmsg that takes the socket lock and fails with EAGAIN (tens of thousands per second
  * otherwise, competing with the kernel's own work on that socket). At 40 Gbit/s 10 us is
@@ -105,11 +110,70 @@ void iwp_app_blocks(struct iwp *p)
 
 /* ---- the data path (under the lock) ---- */
 
+/* The work list: connections a pass visits besides those epoll reports (struct iwp_conn,
+ * listed). */
+static void work_add(struct iwp *p, struct iwp_conn *k)
+{
+	if (k->listed)
+		return;
+	k->listed = true;
+	k->wnext = p->work;
+	k->wprev = &p->work;
+	if (p->work)
+		p->work->wprev = &k->wnext;
+	p->work = k;
+}
+
+static void work_del(struct iwp_conn *k)
+{
+	if (!k->listed)
+		return;
+	*k->wprev = k->wnext;
+	if (k->wnext)
+		k->wnext->wprev = k->wprev;
+	k->listed = false;
+}
+
+/* After a visit: does k have work that epoll would not report? Bytes to send (also announced
+ * by env->wake, iwp_qp_wake), a budget that ran out, a blocked socket (retried on the
+ * application's poll, as before), an ending stream. */
+static void relist(struct iwp *p, struct iwp_conn *k)
+{
+	if (k->more || k->tx_blocked || k->dead || k->phase != PH_OPEN ||
+	    iw_qp_state(k->qp) == IBV_QPS_ERR || iw_qp_tx_pending(k->qp))
+		work_add(p, k);
+	else
+		work_del(k);
+}
+
+/* With few connections every pass visits each: the list is kept from the (FEW_CONNS + 1)-th
+ * on, when all join it once (conn_link). */
+void iwp_qp_wake(struct iwp *p, struct iw_qp *qp)
+{
+	if (p->nconns <= FEW_CONNS)
+		return;
+	struct iwp_conn *k = iw_qp_link(qp);
+	if (k)
+		work_add(p, k);
+}
+
+static void conn_link(struct iwp *p, struct iwp_conn *k)
+{
+	k->next = p->conns;
+	k->pprev = &p->conns;
+	if (p->conns)
+		p->conns->pprev = &k->next;
+	p->conns = k;
+	if (++p->nconns == FEW_CONNS + 1)
+		for (struct iwp_conn *c = p->conns; c; c = c->next)
+			work_add(p, c);
+}
+
 static void set_events(struct iwp *p, struct iwp_conn *k, uint32_t ev)
 {
 	if (ev == k->events && (k->in_epoll || !ev))
 		return;
-	struct epoll_event e = {.events = ev, .data.ptr = NULL};
+	struct epoll_event e = {.events = ev, .data.ptr = k};
 	if (!ev) {
 		/* Nothing to wait for (the peer's stream ended, nothing blocked): out of the
 		 * set, or its hang-up would wake the thread for ever. */
@@ -124,8 +188,16 @@ static void set_events(struct iwp *p, struct iwp_conn *k, uint32_t ev)
 	k->events = ev;
 }
 
+/* Also takes k out of the lists. */
 static void conn_free(struct iwp *p, struct iwp_conn *k, bool reset)
 {
+	*k->pprev = k->next;
+	if (k->next)
+		k->next->pprev = k->pprev;
+	p->nconns--;
+	work_del(k);
+	if (k->qp)
+		iw_qp_set_link(k->qp, NULL);
 	if (k->in_epoll)
 		epoll_ctl(p->epfd, EPOLL_CTL_DEL, io_tcp_fd(k->tcp), NULL);
 	if (reset)
@@ -395,28 +467,84 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 	return did;
 }
 
-/* One pass over every connection; *sent set if stream bytes went out. */
-static bool run_conns(struct iwp *p, bool rx, bool *sent)
+static uint64_t conn_due(const struct iwp_conn *k)
 {
-	uint64_t now = core_now_ns(), timer = 0;
+	return k->phase == PH_LINGER ? k->linger_until : k->nudge_next;
+}
+
+/* One pass over every connection, or (timers_only) over those whose timer is due; *sent set if
+ * stream bytes went out. Sets next_timer. */
+static bool run_every(struct iwp *p, bool rx, bool timers_only, uint64_t now, bool *sent)
+{
+	uint64_t timer = 0;
 	bool did = false;
-	struct iwp_conn **pp = &p->conns;
-	while (*pp) {
-		struct iwp_conn *k = *pp, *next = k->next;
-		bool gone;
-		did |= conn_run(p, k, rx, now, &gone, sent);
-		if (gone) {
-			*pp = next;
-			continue;
+	for (struct iwp_conn *k = p->conns, *next; k; k = next) {
+		next = k->next;
+		uint64_t due = conn_due(k);
+		if (!timers_only || (due && due <= now)) {
+			bool gone;
+			p->visits++;
+			did |= conn_run(p, k, rx, now, &gone, sent);
+			if (gone)
+				continue;
+			did |= k->more;
+			if (timers_only)
+				relist(p, k);
+			due = conn_due(k);
 		}
-		did |= k->more;
-		uint64_t due = k->phase == PH_LINGER ? k->linger_until : k->nudge_next;
 		if (due && (!timer || due < timer))
 			timer = due;
-		pp = &k->next;
 	}
 	atomic_store_explicit(&p->next_timer, timer, memory_order_relaxed);
 	return did;
+}
+
+/* One pass over the connections with something to do: those epoll reports (rx: readable,
+ * hung up, or writable where that was asked for), those on the work list, and those whose
+ * timer is due. epoll is level-triggered: an event this thread takes from the set is still
+ * reported to the progress thread (which may wait on the same set) while its cause remains,
+ * and whatever epoll does not report stays on the work list until done (relist). */
+static bool run_ready(struct iwp *p, bool rx, bool *sent)
+{
+	uint64_t now = core_now_ns();
+	bool did = false;
+	if (rx) {
+		struct epoll_event evs[READY_MAX];
+		int n = epoll_wait(p->epfd, evs, READY_MAX, 0);
+		for (int i = 0; i < n; i++) {
+			struct iwp_conn *k = evs[i].data.ptr;
+			if (!k || evs[i].data.ptr == p)
+				continue; /* the kick: the thread's */
+			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+				k->rx_due = true;
+			work_add(p, k);
+		}
+		if (n == READY_MAX)
+			did = true; /* more may be ready: come back at once */
+	}
+	for (struct iwp_conn *k = p->work, *next; k; k = next) {
+		next = k->wnext;
+		bool gone, krx = rx && (k->rx_due || k->more);
+		k->rx_due = false;
+		p->visits++;
+		did |= conn_run(p, k, krx, now, &gone, sent);
+		if (gone)
+			continue;
+		did |= k->more;
+		relist(p, k);
+	}
+	uint64_t timer = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
+	if (timer && now >= timer)
+		did |= run_every(p, false, true, now, sent);
+	return did;
+}
+
+static bool run_conns(struct iwp *p, bool rx, bool *sent)
+{
+	p->passes++;
+	if (p->nconns > FEW_CONNS)
+		return run_ready(p, rx, sent);
+	return run_every(p, rx, false, core_now_ns(), sent);
 }
 
 /* On loopback, siw places what a peer sends before the sender's send() returns: the
@@ -495,27 +623,25 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
 void iwp_qp_detach(struct iwp *p, struct iw_qp *qp)
 {
 	iwp_rdv_cancel(p, qp);
-	for (struct iwp_conn **pp = &p->conns; *pp; pp = &(*pp)->next) {
-		struct iwp_conn *k = *pp;
-		if (k->qp != qp)
-			continue;
-		uint64_t now = core_now_ns();
-		if (k->phase == PH_OPEN && !k->dead && !k->peer_done && k->last_rx &&
-		    now - k->last_rx < LINGER_QUIET_NS && p->has_thread) {
-			k->qp = NULL;
-			k->phase = PH_LINGER;
-			k->nudge_next = 0;
-			k->linger_until = k->last_rx + LINGER_QUIET_NS;
-			set_events(p, k, EPOLLIN);
-			lingering_pid = getpid();
-			atomic_fetch_add(&lingering, 1);
-			timer_due(p, k->linger_until);
-			return;
-		}
-		*pp = k->next;
-		conn_close(p, k);
+	struct iwp_conn *k = iw_qp_link(qp);
+	if (!k)
+		return;
+	uint64_t now = core_now_ns();
+	if (k->phase == PH_OPEN && !k->dead && !k->peer_done && k->last_rx &&
+	    now - k->last_rx < LINGER_QUIET_NS && p->has_thread) {
+		iw_qp_set_link(qp, NULL);
+		k->qp = NULL;
+		k->phase = PH_LINGER;
+		k->nudge_next = 0;
+		k->linger_until = k->last_rx + LINGER_QUIET_NS;
+		set_events(p, k, EPOLLIN);
+		work_add(p, k);
+		lingering_pid = getpid();
+		atomic_fetch_add(&lingering, 1);
+		timer_due(p, k->linger_until);
 		return;
 	}
+	conn_close(p, k);
 }
 
 static void nap_ns(uint64_t ns);
@@ -661,7 +787,6 @@ void iwp_destroy(struct iwp *p)
 	}
 	while (p->conns) {
 		struct iwp_conn *k = p->conns;
-		p->conns = k->next;
 		if (k->phase == PH_LINGER)
 			atomic_fetch_sub(&lingering, 1);
 		conn_close(p, k);
@@ -806,7 +931,7 @@ int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tc
 	ret = iwp_start_thread(p);
 	if (ret < 0)
 		goto fail;
-	struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL};
+	struct epoll_event e = {.events = EPOLLIN, .data.ptr = k};
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, io_tcp_fd(tcp), &e) != 0) {
 		ret = -errno;
 		goto fail;
@@ -827,8 +952,11 @@ int iwp_establish_locked(struct iwp *p, struct iw_qp *qp, struct io_tcp_conn *tc
 		k->nudge_fpdus = data_fpdus(qp);
 		timer_due(p, k->nudge_next);
 	}
-	k->next = p->conns;
-	p->conns = k;
+	conn_link(p, k);
+	iw_qp_set_link(qp, k);
+	k->rx_due = true;
+	if (p->nconns > FEW_CONNS)
+		work_add(p, k);
 	if (nleft) {
 		/* FPDUs that came in the same segment as the handshake's last bytes. */
 		size_t used;

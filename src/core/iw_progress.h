@@ -116,6 +116,8 @@ int iwp_crc(const struct iwp *p);
  * short linger if the peer has just sent something, see iw_progress.c). Under the lock. */
 void iwp_qp_detach(struct iwp *p, struct iw_qp *qp);
 
+/* env->wake: qp has bytes to send (its connection joins the next pass). Under the lock. */
+void iwp_qp_wake(struct iwp *p, struct iw_qp *qp);
 /* Moves what can move on every connection. Under the lock. Returns true if it did anything. */
 bool iwp_progress(struct iwp *p);
 /* post_send: sends what is due now, on the caller's thread. Under the lock. */

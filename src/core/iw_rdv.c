@@ -140,6 +140,10 @@ void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg)
 	for (int i = 0; i < RC__COUNT; i++)
 		fn(arg, rdv_counter_names[i], v[i]);
 	fn(arg, "iw_peer_closed", p->peer_closed);
+	/* Connections visited by the progress passes, and the passes: with many idle
+	 * connections a pass visits only those with work. */
+	fn(arg, "iw_conn_visits", p->visits);
+	fn(arg, "iw_passes", p->passes);
 	char name[64];
 	for (int i = 0; i < MOVER_NCOUNTERS; i++) {
 		snprintf(name, sizeof(name), "iw_mover_%s", mover_counter_names[i]);

@@ -82,6 +82,10 @@ void iw_qp_destroy(struct iw_qp *qp);
 uint32_t iw_qp_num(const struct iw_qp *qp);
 /* init->user, as given at create. */
 void *iw_qp_user(const struct iw_qp *qp);
+/* The transport's own pointer for this QP (its connection; NULL at create), for the caller's
+ * env->wake to find what to move without a search. */
+void iw_qp_set_link(struct iw_qp *qp, void *link);
+void *iw_qp_link(const struct iw_qp *qp);
 
 /* The QP behind the `struct eng_qp *` that env->wake / env->event receive from an iWARP QP. */
 static inline struct iw_qp *iw_qp_from_env(struct eng_qp *p)
@@ -421,6 +425,7 @@ struct iw_txs {
 struct iw_qp {
 	struct eng_qp_init init;
 	struct eng_env env;
+	void *link; /* iw_qp_set_link */
 	struct iw_qp_attr attr;
 	enum ibv_qp_state state;
 	uint64_t counters[IW_CNT__COUNT];

@@ -306,6 +306,16 @@ void *iw_qp_user(const struct iw_qp *qp)
 	return qp->init.user;
 }
 
+void iw_qp_set_link(struct iw_qp *qp, void *link)
+{
+	qp->link = link;
+}
+
+void *iw_qp_link(const struct iw_qp *qp)
+{
+	return qp->link;
+}
+
 enum ibv_qp_state iw_qp_state(const struct iw_qp *qp)
 {
 	return qp->state;

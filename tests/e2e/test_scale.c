@@ -4,8 +4,11 @@
  * IBV_WC_RETRY_EXC_ERR each (their ACK timers run among 2,000 idle QPs: core/progress.c's timer
  * heap); QP numbers are distinct, and a context holds more than 4,095 QPs (the old table's
  * limit), numbers not handed out again at once. Then the same on iwarp_lo with 400 QPs (a TCP
- * connection per QP). Correctness only: nothing here is timed. */
+ * connection per QP), where a progress pass visits only the connections with something to
+ * do: connections visited per pass (the context's counters) stay few among the 199 idle ones.
+ * Correctness only: nothing here is timed. */
 #include "check.h"
+#include "softrdma.h"
 #include "vutil.h"
 
 #include <infiniband/verbs.h>
@@ -159,6 +162,26 @@ static void use_pair(struct side *a, struct side *b, int k, uint32_t seed)
 	CHECK_MEM(a->buf + BUF_SIZE / 2, want, len);
 }
 
+/* iWARP: pair k's traffic among the idle connections of both sides visits few of them per
+ * progress pass (each pass walked all of them before: 200 per pass here). */
+static void visits_few(struct side *a, struct side *b, int k)
+{
+	uint64_t v0 = softrdma_counter(a->ctx, NULL, "iw_conn_visits") +
+		      softrdma_counter(b->ctx, NULL, "iw_conn_visits");
+	uint64_t p0 = softrdma_counter(a->ctx, NULL, "iw_passes") +
+		      softrdma_counter(b->ctx, NULL, "iw_passes");
+	for (int i = 0; i < 20; i++)
+		use_pair(a, b, k, 300 + (uint32_t)i);
+	uint64_t dv = softrdma_counter(a->ctx, NULL, "iw_conn_visits") +
+		      softrdma_counter(b->ctx, NULL, "iw_conn_visits") - v0;
+	uint64_t dp = softrdma_counter(a->ctx, NULL, "iw_passes") +
+		      softrdma_counter(b->ctx, NULL, "iw_passes") - p0;
+	fprintf(stderr, "iwarp: %llu connections visited in %llu passes\n", (unsigned long long)dv,
+		(unsigned long long)dp);
+	CHECK(dp > 0);
+	CHECK(dv <= 4 * dp);
+}
+
 /* QP numbers are distinct within a side. */
 static bool distinct(struct ibv_qp **qps, int n)
 {
@@ -201,6 +224,8 @@ static void run(const char *dev_name, int nqp, bool iwarp)
 		use_pair(&a, &b, used[i], 100 + i);
 	fprintf(stderr, "%s: pairs %d, %d, %d, %d, %d checked\n", dev_name, used[0], used[1],
 		used[2], used[3], used[4]);
+	if (iwarp)
+		visits_few(&a, &b, pairs / 2);
 	if (!iwarp) {
 		/* Three peers gone: each of the three sends retries at its own timeout and fails;
 		 * every other QP stays idle. */
