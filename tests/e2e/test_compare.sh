@@ -153,7 +153,7 @@ grep -q ": left" "$dir/server.log" || bad "--server: a vanished client was not n
 timeout 300 "$sr" compare --quick --no-loss -p "$sport" --json "$dir/r.json" --html "$dir/r.html" \
 	127.0.0.1 >"$dir/remote.out" 2>"$dir/remote.err"
 rc=$?
-[ $rc -eq 0 ] || { bad "two hosts: exit $rc"; tail -5 "$dir/remote.err" "$dir/remote.out"; }
+[ $rc -eq 0 ] || { bad "two hosts: exit $rc"; tail -n 5 "$dir/remote.err" "$dir/remote.out"; }
 python3 - "$dir/r.json" <<'EOF2' || bad "two hosts: the JSON result is not complete"
 import json, sys
 d = json.load(open(sys.argv[1]))
