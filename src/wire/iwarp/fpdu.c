@@ -510,27 +510,6 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 		case RXS_HDR: {
 			size_t n = rx->need - rx->have;
 
-			if (rx->have == 0 && len - pos >= IW_FPDU_LEN_SIZE + 2) {
-				/* Fast path, the same checks: ULPDU_LENGTH and the control word lie
-				 * in buf, and so does the whole header: take it at once. Anything
-				 * else (and every error) goes the byte-wise way below. */
-				uint16_t ul = be16(buf + pos);
-
-				r = ul > rx->max_ulpdu || ul < IW_DDP_TAGGED_HDR_LEN
-					? -1
-					: ctrl_check(be16(buf + pos + 2), ul);
-				if (r > 0 && len - pos >= IW_FPDU_LEN_SIZE + (size_t)r) {
-					rx->ulpdu_len = ul;
-					rx->hdr_len = (uint16_t)r;
-					rx->need = (uint16_t)(IW_FPDU_LEN_SIZE + r);
-					rx->have = rx->need;
-					memcpy(rx->raw, buf + pos, rx->need);
-					pos += rx->need;
-					*used = pos;
-					return hdr_complete(rx, ev);
-				}
-			}
-
 			if (n > len - pos)
 				n = len - pos;
 			memcpy(rx->raw + rx->have, buf + pos, n);
