@@ -1116,13 +1116,11 @@ static void *progress_main(void *arg)
 				}
 				continue;
 			}
-			/* A one-shot socket event fired. */
 			on_io = true;
+			/* The multicast socket's event is one-shot; the unicast sockets stay in
+			 * the set (level-triggered) until arm_socket takes them out. */
 			if (evs[i].data.u32 == EV_MCAST)
 				c->mc_armed = false;
-			else
-				c->sock_armed[evs[i].data.u32 == EV_SOCK6 ? FAM_V6 : FAM_V4] =
-				    false;
 		}
 		if (atomic_load(&c->stop))
 			break;
