@@ -35,14 +35,13 @@ static int iw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct sr_context *ctx = cq->ctx;
 	if (num_entries < 0)
 		return -1;
-	iwp_note_app(ctx->iwp);
+	iwp_app_enter(ctx->iwp, true);
 	core_lock(ctx->core);
 	/* Moves bytes on this thread (DESIGN.md decision 4), as RoCE does. */
 	int n = iwp_poll_cq(ctx->iwp, &cq->ecq, num_entries, wc);
 	core_unlock(ctx->core);
 	iwp_after_unlock(ctx->iwp);
-	if (n == 0)
-		iwp_note_app(ctx->iwp); /* it polls on: seen at the end too (core/mover.h) */
+	iwp_app_leave(ctx->iwp, true);
 	return n;
 }
 
@@ -50,13 +49,14 @@ static int iw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct sr_context *ctx = qp->ctx;
-	iwp_note_app(ctx->iwp);
+	iwp_app_enter(ctx->iwp, false); /* an application that posts is active too */
 	core_lock(ctx->core);
 	int ret = iw_qp_post_send(qp->iqp, wr, (const struct ibv_send_wr **)bad, core_now_ns());
 	/* Into the socket right away, on the caller's thread: no hand-off on the latency path. */
 	iwp_flush(ctx->iwp);
 	core_unlock(ctx->core);
 	iwp_after_unlock(ctx->iwp);
+	iwp_app_leave(ctx->iwp, false);
 	return -ret;
 }
 

@@ -386,14 +386,13 @@ static int sr_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct core_ctx *core = cq->ctx->core;
 	if (num_entries < 0)
 		return -1;
-	core_note_app_poll(core);
+	core_app_enter(core, true);
 	core_lock(core);
 	/* Moves packets on this thread rather than waiting for the progress thread (DESIGN.md
 	 * decision 4). */
 	int n = core_poll_cq(core, &cq->ecq, num_entries, wc);
 	core_unlock(core);
-	if (n == 0)
-		core_note_app_poll(core); /* it polls on: seen at the end too (core/mover.h) */
+	core_app_leave(core, true);
 	return n;
 }
 
@@ -992,12 +991,15 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct core_ctx *core = qp->ctx->core;
-	core_note_app_poll(core); /* an application that posts is active too */
+	/* An application that posts is active too, and the send itself may take a while (on
+	 * loopback it runs the peer's receive). */
+	core_app_enter(core, false);
 	core_lock(core);
 	int ret = eng_qp_post_send(qp->eqp, wr, (const struct ibv_send_wr **)bad, core_now_ns());
 	/* Send right away, on the caller's thread: no hand-off on the latency path. */
 	core_flush(core);
 	core_unlock(core);
+	core_app_leave(core, false);
 	return -ret;
 }
 

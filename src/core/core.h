@@ -126,9 +126,11 @@ void core_flush(struct core_ctx *c);
  * (or by the progress thread if the application does not come back), which takes the ACK's
  * system call off the application's reply path. */
 int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc);
-/* Called by the application's threads before they poll or post (the application moves the
- * packets while it does: the progress thread backs off, core/mover.h). */
-void core_note_app_poll(struct core_ctx *c);
+/* Around the application's polls (poll: true) and posts, before the lock and after the
+ * unlock: the application moves the packets while it polls, and the progress thread backs
+ * off (core/mover.h). */
+void core_app_enter(struct core_ctx *c, bool poll);
+void core_app_leave(struct core_ctx *c, bool poll);
 /* The application is about to block for a completion event: the progress thread takes over
  * the packets now (core/mover.h). */
 void core_app_blocks(struct core_ctx *c);

@@ -95,9 +95,14 @@ int iwp_create(struct core_ctx *core, struct iwp **out)
 	return 0;
 }
 
-void iwp_note_app(struct iwp *p)
+void iwp_app_enter(struct iwp *p, bool poll)
 {
-	mover_note_app(&p->mv, core_now_ns());
+	mover_enter(&p->mv, poll ? MOVER_IN_POLL : MOVER_IN_POST);
+}
+
+void iwp_app_leave(struct iwp *p, bool poll)
+{
+	mover_leave(&p->mv, poll ? MOVER_IN_POLL : MOVER_IN_POST, core_now_ns());
 }
 
 static void kick(struct iwp *p);

@@ -131,8 +131,10 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc);
  * the same process has placed them before the sender returns, as with siw. Not under any
  * context's lock. */
 void iwp_after_unlock(struct iwp *p);
-/* The application is polling or posting (the thread stays out of its way meanwhile). */
-void iwp_note_app(struct iwp *p);
+/* Around the application's polls (poll: true) and posts, before the lock and after the
+ * unlock (the thread stays out of its way meanwhile, core/mover.h). */
+void iwp_app_enter(struct iwp *p, bool poll);
+void iwp_app_leave(struct iwp *p, bool poll);
 /* The application is about to block for a completion event: the thread takes over now. */
 void iwp_app_blocks(struct iwp *p);
 

@@ -12,8 +12,15 @@ const char *const mover_counter_names[MOVER_NCOUNTERS] = {
 #undef MOVER_COUNTER_NAME
 };
 
+static bool in_poll(const struct mover *m)
+{
+	return (atomic_load_explicit(&m->inside, memory_order_relaxed) & 0xffffu) != 0;
+}
+
 static bool app_active(const struct mover *m, uint64_t now)
 {
+	if (atomic_load_explicit(&m->inside, memory_order_relaxed))
+		return true;
 	uint64_t last = atomic_load_explicit(&m->last_app, memory_order_relaxed);
 	/* The application may have stored a time later than our now. */
 	return last != 0 && (int64_t)(now - last) < (int64_t)MOVER_GRACE_NS;
@@ -86,6 +93,8 @@ struct mover_wait mover_plan(struct mover *m, uint64_t now, uint64_t deadline, u
 static bool app_polling(const struct mover *m)
 {
 	uint64_t last = m->app_at_wake;
+	if (m->polling_at_wake)
+		return true;
 	return last != 0 && (int64_t)(m->woke_at - last) < (int64_t)MOVER_POLL_GAP_NS;
 }
 
@@ -100,6 +109,7 @@ bool mover_woke(struct mover *m, uint64_t now, bool on_io, uint64_t deadline)
 	if (mover_who(m) == MOVER_THREAD) {
 		m->woke_at = now;
 		m->app_at_wake = atomic_load_explicit(&m->last_app, memory_order_relaxed);
+		m->polling_at_wake = in_poll(m);
 		if (on_io || deadline <= now)
 			return true;
 		/* The time ran out, no packet for the thread meanwhile: if the application is

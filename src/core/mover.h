@@ -12,16 +12,22 @@
  * - APP: the application moves the packets. The thread is not on the sockets (a datagram
  *   wakes nobody); it looks once per nap, the nap doubling from MOVER_GRACE_NS to
  *   MOVER_NAP_MAX_NS while the application keeps polling. It takes over (THREAD) when the
- *   application has neither polled nor posted for MOVER_GRACE_NS (it computes, or spins on
- *   memory as an RDMA WRITE target does: the packets it waits for wait for the thread's next
- *   look, at most a nap) or when it blocks for a completion event (mover_app_blocks, which
- *   asks for a kick).
+ *   application is inside no poll or post and has done neither for MOVER_GRACE_NS (it
+ *   computes, or spins on memory as an RDMA WRITE target does: the packets it waits for
+ *   wait for the thread's next look, at most a nap) or when it blocks for a completion
+ *   event (mover_app_blocks, which asks for a kick). Inside a call counts however long ago
+ *   it began: on a core shared with the thread the application may wait there for the lock
+ *   or the CPU, and a send on loopback runs the peer's receive (with a wake-up across
+ *   cores, which in a virtual machine can outlast MOVER_GRACE_NS); the time of its last
+ *   call alone would tell the thread it had gone, and its wake-ups would slow every round
+ *   trip (sr_perf -t lat on 2 vCPUs: p50 22-55 us, bimodal, against 19 us).
  * - THREAD: the thread waits on the sockets and moves the packets. When it finds the lock
  *   held, it waits for it: never a timed retry, which would spin against the holder. A
- *   wake-up for packets that came while the application was polling (it had polled within
- *   MOVER_POLL_GAP_NS) was not needed, whoever got to them first; MOVER_IDLE_MAX of those in
- *   a row and the application has the packets back (APP). One that came while it was not
- *   (it spins on memory after its send completion: ib_write_lat) starts the count again.
+ *   wake-up for packets that came while the application was polling (it was inside a poll,
+ *   or had polled within MOVER_POLL_GAP_NS) was not needed, whoever got to them first;
+ *   MOVER_IDLE_MAX of those in a row and the application has the packets back (APP). One
+ *   that came while it was not (it spins on memory after its send completion:
+ *   ib_write_lat; a post reads nothing) starts the count again.
  *   A wake-up for a packet the application read first does not even reach the thread
  *   (epoll finds the socket empty and sleeps on): while the application polls, the thread
  *   also checks back every MOVER_GRACE_NS, and finding it polling counts the same.
@@ -65,11 +71,14 @@ extern const char *const mover_counter_names[MOVER_NCOUNTERS];
 
 struct mover {
 	_Atomic uint64_t last_app;   /* the application's last poll or post, 0: blocked */
+	_Atomic unsigned inside;     /* application threads inside a poll (low 16 bits) or a
+				      * post (high 16 bits) now */
 	_Atomic int who;	     /* enum mover_who; the application reads it */
 	uint64_t nap;		     /* thread only: the next look-out nap in APP */
 	unsigned idle;		     /* thread only: wake-ups in a row the application served */
 	uint64_t woke_at;	     /* thread only: the last wake-up in THREAD */
 	uint64_t app_at_wake;	     /* thread only: last_app then */
+	bool polling_at_wake;	     /* thread only: it was inside a poll then */
 	uint64_t n[MOVER_NCOUNTERS]; /* thread only (read racily for reports) */
 };
 
@@ -89,6 +98,22 @@ void mover_thread_setup(void);
 static inline void mover_note_app(struct mover *m, uint64_t now)
 {
 	atomic_store_explicit(&m->last_app, now, memory_order_relaxed);
+}
+
+/* An application thread enters a poll (which moves the packets) or a post (which sends),
+ * and leaves it at now (before the lock, after the unlock). Inside one, the application is
+ * active however long ago it entered (above). */
+#define MOVER_IN_POLL 1u
+#define MOVER_IN_POST 0x10000u
+static inline void mover_enter(struct mover *m, unsigned what)
+{
+	atomic_fetch_add_explicit(&m->inside, what, memory_order_relaxed);
+}
+
+static inline void mover_leave(struct mover *m, unsigned what, uint64_t now)
+{
+	atomic_store_explicit(&m->last_app, now, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&m->inside, what, memory_order_release);
 }
 
 /* The application is about to block for a completion event: true when the thread must be

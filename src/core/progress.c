@@ -462,9 +462,14 @@ static void kick(struct core_ctx *c)
 	}
 }
 
-void core_note_app_poll(struct core_ctx *c)
+void core_app_enter(struct core_ctx *c, bool poll)
 {
-	mover_note_app(&c->mv, core_now_ns());
+	mover_enter(&c->mv, poll ? MOVER_IN_POLL : MOVER_IN_POST);
+}
+
+void core_app_leave(struct core_ctx *c, bool poll)
+{
+	mover_leave(&c->mv, poll ? MOVER_IN_POLL : MOVER_IN_POST, core_now_ns());
 }
 
 void core_app_blocks(struct core_ctx *c)

@@ -194,8 +194,60 @@ static void lock_and_timers(void)
 	CHECK_EQ(mover_who(&m), MOVER_APP);
 }
 
+/* An application preempted inside a poll (on a core it shares with the thread it may wait
+ * for the CPU or the lock far longer than MOVER_GRACE_NS) is still polling: the thread does
+ * not take over, and a wake-up then counts as one it did not need. */
+static void inside_a_poll_counts_as_polling(void)
+{
+	struct mover m;
+	mover_init(&m);
+	uint64_t t = 1000 * US;
+	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
+		io_wake(&m, t, t - 1 * US);
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	mover_enter(&m, MOVER_IN_POLL);
+	struct mover_wait w = mover_plan(&m, t + 500 * US, UINT64_MAX, 20000 * US);
+	CHECK(!w.on_io);
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	CHECK(!mover_woke(&m, t + 600 * US, false, UINT64_MAX));
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	/* It leaves the poll: seen then, gone a grace period later. */
+	mover_leave(&m, MOVER_IN_POLL, t + 700 * US);
+	w = mover_plan(&m, t + 710 * US, UINT64_MAX, 20000 * US);
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	w = mover_plan(&m, t + 700 * US + MOVER_GRACE_NS + 1, UINT64_MAX, 20000 * US);
+	CHECK(w.on_io);
+	CHECK_EQ(mover_who(&m), MOVER_THREAD);
+	/* THREAD: a wake-up while it is inside a poll (whose start is long past) was not
+	 * needed; MOVER_IDLE_MAX of them and it has the packets back. */
+	mover_enter(&m, MOVER_IN_POLL);
+	mover_enter(&m, MOVER_IN_POST); /* another of its threads posts meanwhile */
+	t += 10000 * US;
+	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US) {
+		CHECK_EQ(mover_who(&m), MOVER_THREAD);
+		CHECK(mover_woke(&m, t, true, UINT64_MAX));
+		mover_passed(&m, true, false, true);
+	}
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	mover_leave(&m, MOVER_IN_POLL, t);
+	/* Inside a post only: active (no take-over), but a wake-up then was needed (a post
+	 * reads nothing). */
+	w = mover_plan(&m, t + 1000 * US, UINT64_MAX, 20000 * US);
+	CHECK(!w.on_io);
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	mover_leave(&m, MOVER_IN_POST, t + 1001 * US);
+	w = mover_plan(&m, t + 2000 * US, UINT64_MAX, 20000 * US);
+	CHECK_EQ(mover_who(&m), MOVER_THREAD);
+	mover_enter(&m, MOVER_IN_POST);
+	CHECK(mover_woke(&m, t + 3000 * US, true, UINT64_MAX));
+	mover_passed(&m, true, false, true);
+	CHECK_EQ(m.idle, 0u);
+	mover_leave(&m, MOVER_IN_POST, t + 3001 * US);
+}
+
 int main(void)
 {
+	inside_a_poll_counts_as_polling();
 	starts_with_thread();
 	polling_app_takes_back();
 	app_going_away_is_taken_over();
