@@ -113,8 +113,9 @@ bool mover_woke(struct mover *m, uint64_t now, bool on_io, uint64_t deadline)
 		if (on_io || deadline <= now)
 			return true;
 		/* The time ran out, no packet for the thread meanwhile: if the application is
-		 * polling, it moves them. */
-		if (app_polling(m))
+		 * polling, it moves them; if it is inside a post (a sender's long writes), it
+		 * is there and nothing waits for the thread either. */
+		if (app_polling(m) || atomic_load_explicit(&m->inside, memory_order_relaxed))
 			app_served(m);
 		return false;
 	}

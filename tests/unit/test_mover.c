@@ -243,6 +243,21 @@ static void inside_a_poll_counts_as_polling(void)
 	mover_passed(&m, true, false, true);
 	CHECK_EQ(m.idle, 0u);
 	mover_leave(&m, MOVER_IN_POST, t + 3001 * US);
+	/* A sender inside its long posts, no packet for the thread: its check-backs time out
+	 * and count as served (the thread would otherwise wake every MOVER_GRACE_NS on the
+	 * sender's core for nothing). */
+	t += 10000 * US;
+	mover_enter(&m, MOVER_IN_POST);
+	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++) {
+		CHECK_EQ(mover_who(&m), MOVER_THREAD);
+		w = mover_plan(&m, t, UINT64_MAX, 20000 * US);
+		CHECK(w.on_io);
+		CHECK_EQ(w.until, t + MOVER_GRACE_NS);
+		t = w.until;
+		CHECK(!mover_woke(&m, t, false, UINT64_MAX));
+	}
+	CHECK_EQ(mover_who(&m), MOVER_APP);
+	mover_leave(&m, MOVER_IN_POST, t);
 }
 
 int main(void)
