@@ -263,12 +263,14 @@ int io_udp_send(struct io_udp *io, const struct io_pkt *pkts, int n);
  * (EIO: no checksum offload on the route, e.g. IPsec; EINVAL; ENOPROTOOPT; EOPNOTSUPP),
  * GSO is switched off for io: the train's first packet is sent alone and the others are
  * dropped (tx_drop_gso; their ICRC only fits the IDs of a train), and RC retransmits them.
- * Captures on loopback (tcpdump -i lo) see the super-packet, not the datagrams: keep GSO off
- * when capturing there. */
+ * Captures on loopback (tcpdump -i lo) see the super-packet, not the datagrams: set
+ * SOFTRDMA_GSO=0 when capturing there. Linux 6.1's rxe takes the segments (scripts/interop.sh
+ * with trains on: every RoCEv2 case, both roles, no retransmission). */
 
-/* Whether io_udp_send accepts trains: SOFTRDMA_GSO=1 in the environment at io_udp_open (off
- * by default: see above), the kernel took the UDP_SEGMENT option, and no super-packet has been
- * refused since. Any thread. */
+/* Whether io_udp_send accepts trains: SOFTRDMA_GSO was not 0 in the environment at io_udp_open
+ * (on by default; SOFTRDMA_GSO=0 sends every packet alone, e.g. to capture on loopback), the
+ * kernel took the UDP_SEGMENT option, and no super-packet has been refused since. Any
+ * thread. */
 bool io_udp_gso(const struct io_udp *io);
 
 /* Takes a reference on a sending socket bound to local:sport (rxe uses 0xC000 | hash per QP, spec

@@ -218,9 +218,9 @@ int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 	    .counters = io->cnt,
 	};
 	memcpy(scfg.addr, io->addr, 16);
-	/* GSO trains (io.h): asked for, and known to the kernel. */
+	/* GSO trains (io.h): not refused (SOFTRDMA_GSO=0), and known to the kernel. */
 	const char *gso = getenv(IO_UDP_GSO_ENV);
-	if (gso && strcmp(gso, "1") == 0 && setopt_int(io->fd, IPPROTO_UDP, UDP_SEGMENT, 0) == 0)
+	if (!(gso && strcmp(gso, "0") == 0) && setopt_int(io->fd, IPPROTO_UDP, UDP_SEGMENT, 0) == 0)
 		atomic_store_explicit(&io->gso, true, memory_order_relaxed);
 	err = io_steer_join(&scfg, io->fd, (const struct sockaddr *)&sa, salen, &io->steer);
 	if (err)

@@ -468,6 +468,8 @@ int main(void)
 	setenv("SOFTRDMA_CM_TIMEOUT", "3000", 0);
 	setenv("SOFTRDMA_QUIET", "1", 0);
 	unsetenv("SOFTRDMA_TRANSPORT");
+	/* Every packet alone: on lo the capture would see a GSO train as one datagram. */
+	setenv("SOFTRDMA_GSO", "0", 1);
 	alarm(60);
 	udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};

@@ -1,5 +1,5 @@
 /* io_udp's GSO trains and prepared receive batch on loopback: a train leaves as the datagrams
- * it holds, byte for byte; a train that breaks the rules, or one sent without SOFTRDMA_GSO=1,
+ * it holds, byte for byte; a train that breaks the rules, or one sent with SOFTRDMA_GSO=0,
  * leaves packet by packet; a receive after the caller changed its buffers (or broke one) uses
  * the new ones. Traffic stays on 127.0.0.1. */
 #define _GNU_SOURCE
@@ -145,9 +145,11 @@ static void test_trains(void)
 	CHECK_EQ(counter(io, IO_UDP_C_tx_drop_gso), 0);
 	io_udp_close(io);
 
-	/* Without SOFTRDMA_GSO=1: no trains. */
+	/* With SOFTRDMA_GSO=0: no trains. */
+	setenv(IO_UDP_GSO_ENV, "0", 1);
 	c = cfg4(free_port());
 	REQUIRE(io_udp_open(&c, &io) == 0);
+	unsetenv(IO_UDP_GSO_ENV);
 	CHECK(!io_udp_gso(io));
 	const size_t l6[] = {200, 60};
 	make_pkts(io, dport, p, buf, l6, 2);
