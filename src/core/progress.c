@@ -481,10 +481,14 @@ void core_app_blocks(struct core_ctx *c)
 /* ---- transmit ---- */
 
 /* Whether b goes where a goes, the same way (one GSO train, io.h). */
+/* The same QP too (BTH DestQP, bytes 5-7): the peer's kernel steers a super-packet to one
+ * socket by its first packet's QP (io/steer.h), so a train for the QPs of two processes on one
+ * host would leave its later packets at the wrong one. */
 static bool same_way(const struct io_pkt *a, const struct io_pkt *b)
 {
 	return a->sport == b->sport && a->dport == b->dport && a->tos == b->tos &&
-	       a->ttl == b->ttl && a->ipv6 == b->ipv6 && memcmp(a->dst, b->dst, 16) == 0;
+	       a->ttl == b->ttl && a->ipv6 == b->ipv6 && memcmp(a->dst, b->dst, 16) == 0 &&
+	       memcmp(a->buf + 5, b->buf + 5, 3) == 0;
 }
 
 static enum roce_kind kind_of(const struct io_pkt *p)
