@@ -1114,9 +1114,13 @@ static void *progress_main(void *arg)
 				      mover_who(&c->mv) == MOVER_THREAD ? w.until : 0,
 				      memory_order_relaxed);
 		struct epoll_event evs[4];
-		int n = core_epoll_nap(c->epfd, evs, 4, w.until > now ? w.until - now : 0);
+		/* Datagrams a coalesced receive left in io (io.h "GRO") do not make the socket
+		 * readable: the thread moves them before it sleeps. Read without the lock: a stale
+		 * answer costs one pass, or one nap of the application's. */
+		bool held = w.on_io && (io_udp_pending(c->io) || io_udp_pending(c->io6));
+		int n = core_epoll_nap(c->epfd, evs, 4, held || w.until <= now ? 0 : w.until - now);
 		atomic_store_explicit(&c->thread_wake_at, 0, memory_order_relaxed);
-		bool on_io = false;
+		bool on_io = held;
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u32 == EV_KICK) {
 				uint64_t v;

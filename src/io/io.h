@@ -105,6 +105,7 @@
 	X(rx_packets, "packets delivered by io_udp_recv")                                          \
 	X(rx_bytes, "payload bytes delivered by io_udp_recv")                                      \
 	X(rx_truncated, "dropped: datagram larger than the caller's buffer (MSG_TRUNC)")           \
+	X(rx_gro, "received datagrams that coalesced several (UDP_GRO), cut back into them")       \
 	X(rx_runt, "dropped: payload shorter than a BTH (12 bytes)")                               \
 	X(rx_misdelivered, "dropped: steering delivered another member's packet here")             \
 	X(rx_no_pktinfo, "no destination address from the kernel: the bound address was used")     \
@@ -223,11 +224,25 @@ int io_udp_fd(const struct io_udp *io);
  * PMTU + 80 + 4 bytes). On return pkts[0..ret) hold the received packets in arrival order with
  * every field filled. Dropped datagrams (truncated, runts, misdelivered, probes) are not returned;
  * to skip them without copying, the ENTRIES of pkts[] may be permuted: a returned entry carries
- * one of the buf/cap pairs the caller passed in, not necessarily its original one. All buffers
- * stay the caller's.
+ * one of the buf/cap pairs the caller passed in, not necessarily its original one (with GRO,
+ * below, the datagrams are copied into the entries in order instead). All buffers stay the
+ * caller's.
  * Returns the number of packets (0 when none wait, or when all that waited were dropped) or
  * -EINVAL (bad arguments), or another negative errno from recvmmsg (counted in rx_errors). */
 int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n);
+
+/* ---- GRO ----
+ * With GSO (SOFTRDMA_GSO not 0) the main socket also takes UDP_GRO (Linux 5.0): the kernel may
+ * hand over several datagrams of one flow as one (on loopback a sender's GSO super-packet
+ * arrives whole instead of being cut at the socket; a device's GRO coalesces on the way in).
+ * io_udp_recv cuts it back into its datagrams, which it checks and copies into the caller's
+ * buffers one by one, in order: the caller sees the datagrams the peer sent. Those that did not
+ * fit into n wait in io for the next io_udp_recv (before anything new is received): while
+ * io_udp_pending is true a caller that would sleep on io_udp_fd must call io_udp_recv first. */
+bool io_udp_pending(const struct io_udp *io);
+
+/* Whether the main socket takes UDP_GRO (fixed at io_udp_open). */
+bool io_udp_gro(const struct io_udp *io);
 
 /* Sends pkts[0..n) (any n >= 0; batches of IO_UDP_BATCH), each to dst:dport, the trains among
  * them (pkts[i].train > 1, see "GSO trains") as GSO super-packets, from the socket

@@ -13,10 +13,10 @@
 /* The smallest datagram either takes: a BTH (anything shorter is counted as a runt). */
 #define IO_BTH_LEN 12
 
-/* Room for IP_PKTINFO / IPV6_PKTINFO + TOS / TCLASS + TTL / HOPLIMIT, with margin. */
+/* Room for IP_PKTINFO / IPV6_PKTINFO + TOS / TCLASS + TTL / HOPLIMIT + UDP_GRO, with margin. */
 union io_ctl_rx {
 	struct cmsghdr align;
-	char buf[128];
+	char buf[160];
 };
 
 /* One receive batch's message headers: msg[i] describes pkts[i] of the last io_rx_batch_recv

@@ -8,6 +8,7 @@
 #include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +20,12 @@
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
 #endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
+
+/* A coalesced datagram (UDP_GRO) is at most 64 KiB. */
+#define GRO_ROOM 65536u
 
 /* TOS / TCLASS, TTL / HOPLIMIT (ints) and UDP_SEGMENT (a u16). */
 #define TX_CTL_LEN (2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t)))
@@ -55,6 +62,16 @@ struct io_udp {
 	union ctl_tx tx_ctl[IO_UDP_BATCH];
 
 	struct io_rx_batch rx;
+	/* GRO (io.h): UDP_GRO on the main socket. Datagrams land in rooms of GRO_ROOM bytes
+	 * (gro_pkts[i].buf, in gro_mem) and are cut into the datagrams they coalesce, each
+	 * copied into a caller's buffer; what did not fit waits for the next io_udp_recv:
+	 * message gro_msg of the gro_got of the last receive, from byte gro_off. */
+	bool gro;
+	uint8_t *gro_mem;
+	struct io_pkt gro_pkts[IO_UDP_BATCH];
+	int gro_got, gro_msg;
+	size_t gro_off;
+	atomic_bool gro_held; /* gro_msg < gro_got, for io_udp_pending without the rx side */
 };
 
 static const char *const counter_names[] = {
@@ -178,6 +195,26 @@ static int make_socket(const struct io_udp *io, bool main, int *out)
 	return 0;
 }
 
+/* Rooms for coalesced datagrams, then UDP_GRO; without either, datagrams come one by one. The
+ * rooms are address space until a large datagram touches them. */
+static void gro_setup(struct io_udp *io)
+{
+	void *m = mmap(NULL, (size_t)IO_UDP_BATCH * GRO_ROOM, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	if (setopt_int(io->fd, IPPROTO_UDP, UDP_GRO, 1) != 0) {
+		munmap(m, (size_t)IO_UDP_BATCH * GRO_ROOM);
+		return;
+	}
+	io->gro_mem = m;
+	for (int i = 0; i < IO_UDP_BATCH; i++) {
+		io->gro_pkts[i].buf = io->gro_mem + (size_t)i * GRO_ROOM;
+		io->gro_pkts[i].cap = GRO_ROOM;
+	}
+	io->gro = true;
+}
+
 int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 {
 	static const uint8_t zero[16];
@@ -218,10 +255,13 @@ int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 	    .counters = io->cnt,
 	};
 	memcpy(scfg.addr, io->addr, 16);
-	/* GSO trains (io.h): not refused (SOFTRDMA_GSO=0), and known to the kernel. */
+	/* GSO trains and GRO (io.h): not refused (SOFTRDMA_GSO=0), and known to the kernel. */
 	const char *gso = getenv(IO_UDP_GSO_ENV);
-	if (!(gso && strcmp(gso, "0") == 0) && setopt_int(io->fd, IPPROTO_UDP, UDP_SEGMENT, 0) == 0)
+	bool gso_on = !(gso && strcmp(gso, "0") == 0);
+	if (gso_on && setopt_int(io->fd, IPPROTO_UDP, UDP_SEGMENT, 0) == 0)
 		atomic_store_explicit(&io->gso, true, memory_order_relaxed);
+	if (gso_on)
+		gro_setup(io);
 	err = io_steer_join(&scfg, io->fd, (const struct sockaddr *)&sa, salen, &io->steer);
 	if (err)
 		goto fail_close;
@@ -245,6 +285,8 @@ void io_udp_close(struct io_udp *io)
 	}
 	free(io->sports);
 	io_steer_leave(io->steer, io->fd); /* closes io->fd at the right moment */
+	if (io->gro_mem)
+		munmap(io->gro_mem, (size_t)IO_UDP_BATCH * GRO_ROOM);
 	free(io);
 }
 
@@ -371,6 +413,119 @@ static void fill_rx(struct io_udp *io, struct io_pkt *pkt, const struct msghdr *
 	}
 }
 
+/* The segment size of a coalesced datagram (its UDP_GRO control message), or 0. */
+static size_t gro_size(const struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR((struct msghdr *)mh, c))
+		if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int v;
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v > 0 ? (size_t)v : 0;
+		}
+	return 0;
+}
+
+static void copy_addressing(struct io_pkt *to, const struct io_pkt *from)
+{
+	to->ipv6 = from->ipv6;
+	memcpy(to->src, from->src, 16);
+	memcpy(to->dst, from->dst, 16);
+	to->sport = from->sport;
+	to->dport = from->dport;
+	to->tos = from->tos;
+	to->ttl = from->ttl;
+}
+
+/* io_udp_recv with GRO: cuts the received datagrams into the datagrams they coalesce (every
+ * gso_size bytes, the last one shorter), each checked and copied into pkts[out] in order. */
+static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n)
+{
+	uint64_t bytes = 0;
+	int out = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!pkts[i].buf || pkts[i].cap == 0)
+			return -EINVAL;
+	if (io->gro_msg >= io->gro_got) {
+		int got = io_rx_batch_recv(&io->rx, io->fd, io->gro_pkts, n);
+		if (got < 0) {
+			cnt_add(io, IO_UDP_C_rx_errors, 1);
+			return got;
+		}
+		io->gro_got = got;
+		io->gro_msg = 0;
+		io->gro_off = 0;
+	}
+	while (out < n && io->gro_msg < io->gro_got) {
+		int i = io->gro_msg;
+		const struct msghdr *mh = &io->rx.msg[i].msg_hdr;
+		size_t len = io->rx.msg[i].msg_len;
+		size_t seg = gro_size(mh);
+		if (mh->msg_flags & MSG_TRUNC) {
+			cnt_add(io, IO_UDP_C_rx_truncated, 1);
+			len = 0; /* skip the message */
+		}
+		if (seg == 0 || seg > len)
+			seg = len;
+		else if (io->gro_off == 0 && seg < len)
+			cnt_add(io, IO_UDP_C_rx_gro, 1);
+		struct io_pkt addr = {0};
+		if (len)
+			fill_rx(io, &addr, mh);
+		const uint8_t *base = io->gro_pkts[i].buf;
+		while (out < n && io->gro_off < len) {
+			const uint8_t *d = base + io->gro_off;
+			size_t l = len - io->gro_off < seg ? len - io->gro_off : seg;
+			io->gro_off += l;
+			if (l < IO_BTH_LEN) {
+				cnt_add(io, IO_UDP_C_rx_runt, 1);
+				continue;
+			}
+			if (io_steer_rx(io->steer, d, l) != IO_STEER_DELIVER)
+				continue;
+			if (l > pkts[out].cap) {
+				/* A later entry with room takes it (entries may be permuted,
+				 * io.h); with none, it is dropped as too large. */
+				int k = out + 1;
+				while (k < n && l > pkts[k].cap)
+					k++;
+				if (k == n) {
+					cnt_add(io, IO_UDP_C_rx_truncated, 1);
+					continue;
+				}
+				struct io_pkt tmp = pkts[out];
+				pkts[out] = pkts[k];
+				pkts[k] = tmp;
+			}
+			memcpy(pkts[out].buf, d, l);
+			pkts[out].len = l;
+			copy_addressing(&pkts[out], &addr);
+			bytes += l;
+			out++;
+		}
+		if (io->gro_off >= len) {
+			io->gro_msg++;
+			io->gro_off = 0;
+		}
+	}
+	atomic_store_explicit(&io->gro_held, io->gro_msg < io->gro_got, memory_order_relaxed);
+	cnt_add(io, IO_UDP_C_rx_packets, (uint64_t)out);
+	cnt_add(io, IO_UDP_C_rx_bytes, bytes);
+	io_steer_rx_done(io->steer);
+	return out;
+}
+
+bool io_udp_gro(const struct io_udp *io)
+{
+	return io && io->gro;
+}
+
+bool io_udp_pending(const struct io_udp *io)
+{
+	return io && atomic_load_explicit(&io->gro_held, memory_order_relaxed);
+}
+
 int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 {
 	uint64_t bytes = 0;
@@ -382,6 +537,8 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 		n = IO_UDP_BATCH;
 	if (n == 0)
 		return 0;
+	if (io->gro)
+		return recv_gro(io, pkts, n);
 	got = io_rx_batch_recv(&io->rx, io->fd, pkts, n);
 	if (got < 0) {
 		if (got != -EINVAL) /* -EINVAL: a bad buffer, nothing received */
