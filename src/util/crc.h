@@ -34,6 +34,8 @@ enum crc_impl {
 	CRC_IMPL_BYTEWISE, /* one 256-entry table lookup per byte: the reference */
 	CRC_IMPL_SLICE8,   /* portable slicing-by-8 */
 	CRC_IMPL_HW,	   /* CRC-32: PCLMULQDQ folding; CRC-32C: SSE4.2 crc32 instruction */
+	CRC_IMPL_WIDE,	   /* CRC-32: VPCLMULQDQ folding on 256-bit registers (AVX2);
+			    * CRC-32C: three interleaved crc32 streams joined with PCLMULQDQ */
 	CRC_IMPL__COUNT
 };
 
@@ -42,10 +44,11 @@ enum crc_impl {
 int crc32_ieee_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t len, uint32_t *out);
 int crc32c_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t len, uint32_t *out);
 /* crc32_ieee_shift through one implementation of the modular product: BYTEWISE = one bit at a
- * time, SLICE8 = four bits at a time + table reduction, HW = PCLMULQDQ + table reduction. */
+ * time, SLICE8 = four bits at a time + table reduction, HW = PCLMULQDQ + table reduction;
+ * WIDE has no product of its own (-ENOTSUP). */
 int crc32_ieee_shift_with(enum crc_impl impl, uint32_t state, int64_t nbytes, uint32_t *out);
 
-/* "auto", "bytewise", "slice8", "hw"; "?" for anything else. */
+/* "auto", "bytewise", "slice8", "hw", "wide"; "?" for anything else. */
 const char *crc_impl_name(enum crc_impl impl);
 
 #endif

@@ -1,6 +1,8 @@
 /* CRC-32 / CRC-32C: published check values, equality of every implementation (bytewise,
- * slicing-by-8, CPU instructions) on random buffers of every length 0..300 at every alignment
- * 0..15 and on long buffers, incremental use, thread-safe first use, and the GF(2) algebra
+ * slicing-by-8, CPU instructions on one chain and wide) on random buffers of every length
+ * 0..300 at every alignment 0..15, every length to 2100, the sizes around each path's block
+ * boundaries up to 64 KiB at odd alignments, always from a random starting CRC; incremental
+ * use through every implementation; thread-safe first use; and the GF(2) algebra
  * (crc32_ieee_shift, crc32_ieee_mulmod) the ICRC solver relies on. */
 #include "check.h"
 
@@ -127,7 +129,14 @@ static void compare_impls(const uint8_t *p, size_t n, int *mismatches)
 
 static void test_paths_agree(void)
 {
-	static uint8_t buf[16 + 9000];
+	static uint8_t buf[16 + 65536 + 64];
+	/* Block boundaries: PCLMULQDQ folds 64 bytes a turn, VPCLMULQDQ 128, the three CRC-32C
+	 * streams take 3 * 16 * k bytes a pass up to 6 KiB; RoCE packets carry up to 4 KiB
+	 * after 12 to 40 bytes of headers. */
+	static const size_t sizes[] = {1024,  1025,  4095,  4096,  4097,      4099,
+				       4108,  4111,  4124,  4136,  6143,      6144,
+				       6145,  6191,  6192,  6239,  12287,     12288,
+				       12289, 16384, 65535, 65536, 65536 + 7, 65536 + 64};
 	int mismatches = 0, cases = 0;
 
 	for (int impl = 0; impl < CRC_IMPL__COUNT; impl++) {
@@ -145,9 +154,26 @@ static void test_paths_agree(void)
 			cases++;
 		}
 	}
-	/* Long buffers: the folding loops and their tails (RoCE packets go to ~4 KiB). */
-	for (int i = 0; i < 300; i++) {
-		size_t len = (size_t)(rnd() % 9000), al = (size_t)(rnd() % 16);
+	/* Every length on to 2100, each at a random alignment: the loops and all their tails. */
+	for (size_t len = 301; len <= 2100; len++) {
+		size_t al = (size_t)(rnd() % 16);
+
+		fill(buf + al, len);
+		compare_impls(buf + al, len, &mismatches);
+		cases++;
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		static const size_t aligns[] = {0, 1, 3, 8, 13};
+
+		for (size_t j = 0; j < sizeof(aligns) / sizeof(aligns[0]); j++) {
+			fill(buf + aligns[j], sizes[i]);
+			compare_impls(buf + aligns[j], sizes[i], &mismatches);
+			cases++;
+		}
+	}
+	/* Random long buffers. */
+	for (int i = 0; i < 100; i++) {
+		size_t len = (size_t)(rnd() % 20000), al = (size_t)(rnd() % 16);
 
 		fill(buf + al, len);
 		compare_impls(buf + al, len, &mismatches);
@@ -174,6 +200,46 @@ static void test_incremental(void)
 			bad++;
 	}
 	CHECK_EQ(bad, 0);
+}
+
+/* Through every implementation, as the ICRC uses the raw form: a running register fed the
+ * pseudo-header, then the packet after its BTH. Any cut, from any state, gives the register of
+ * the whole buffer. */
+static void test_incremental_impls(void)
+{
+	static uint8_t buf[5000];
+	static const size_t cuts[] = {0, 1, 12, 15, 40, 63, 64, 127, 128, 129, 200, 1000, 4096};
+	int bad = 0;
+
+	fill(buf, sizeof(buf));
+	for (int impl = 0; impl < CRC_IMPL__COUNT; impl++) {
+		uint32_t init = (uint32_t)rnd(), whole_i, whole_c, v;
+
+		if (crc32_ieee_with(impl, init, buf, sizeof(buf), &whole_i) != 0)
+			continue;
+		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+			size_t cut = cuts[i];
+
+			crc32_ieee_with(impl, init, buf, cut, &v);
+			crc32_ieee_with(impl, v, buf + cut, sizeof(buf) - cut, &v);
+			if (v != whole_i)
+				bad++;
+		}
+		if (crc32c_with(impl, init, buf, sizeof(buf), &whole_c) != 0)
+			continue;
+		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+			size_t cut = cuts[i];
+
+			crc32c_with(impl, init, buf, cut, &v);
+			crc32c_with(impl, v, buf + cut, sizeof(buf) - cut, &v);
+			if (v != whole_c)
+				bad++;
+		}
+	}
+	CHECK_EQ(bad, 0);
+	/* The raw register: feeding a buffer in two calls = feeding it in one. */
+	uint32_t s = crc32_ieee_raw(0xFFFFFFFFu, buf, 40);
+	CHECK_EQ(crc32_ieee_raw(s, buf + 40, 4096), crc32_ieee_raw(0xFFFFFFFFu, buf, 4136));
 }
 
 /* ---- algebra ---- */
@@ -283,6 +349,7 @@ static void test_impl_api(void)
 	CHECK_EQ(v, 0x5A5A5A5A);
 	CHECK(strcmp(crc_impl_name(CRC_IMPL_AUTO), "auto") == 0);
 	CHECK(strcmp(crc_impl_name(CRC_IMPL_HW), "hw") == 0);
+	CHECK(strcmp(crc_impl_name(CRC_IMPL_WIDE), "wide") == 0);
 	CHECK(strcmp(crc_impl_name(CRC_IMPL__COUNT), "?") == 0);
 }
 
@@ -293,6 +360,7 @@ int main(void)
 	test_known_values();
 	test_paths_agree();
 	test_incremental();
+	test_incremental_impls();
 	test_algebra();
 	test_impl_api();
 	return check_exit();
