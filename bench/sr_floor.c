@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/bench.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
@@ -54,41 +56,11 @@ struct result {
 	double bytes, secs, cpu;
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "sr_floor: %s (%s)\n", what, strerror(errno));
-	exit(1);
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-static void send_all(int fd, const void *p, size_t n)
-{
-	if (write(fd, p, n) != (ssize_t)n)
-		die("side channel");
-}
-
-static void recv_all(int fd, void *p, size_t n)
-{
-	for (size_t got = 0; got < n;) {
-		ssize_t r = read(fd, (char *)p + got, n - got);
-		if (r <= 0)
-			die("side channel");
-		got += (size_t)r;
-	}
 }
 
 static void big_buffers(int fd)

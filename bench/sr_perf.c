@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/bench.h"
+
 enum test { T_LAT, T_WLAT, T_RLAT, T_BW, T_SBW };
 static const char *const test_names[] = {"lat", "wlat", "rlat", "bw", "sbw"};
 
@@ -93,28 +95,6 @@ static uint64_t *credit_word(struct ctx *c)
 	return (uint64_t *)(c->buf + ((c->bytes - 64 + 7) & ~(size_t)7));
 }
 
-static void die(const char *what)
-{
-	fprintf(stderr, "sr_perf: %s (%s)\n", what, strerror(errno));
-	exit(1);
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-/* User + system CPU seconds of the whole process (every thread: the progress thread too). */
-static double cpu_s(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 static int side_channel(const char *host, int port)
 {
 	int fd, one = 1;
@@ -141,22 +121,6 @@ static int side_channel(const char *host, int port)
 	fd = accept(ls, NULL, NULL);
 	close(ls);
 	return fd;
-}
-
-static void send_all(int fd, const void *p, size_t n)
-{
-	if (write(fd, p, n) != (ssize_t)n)
-		die("side channel");
-}
-
-static void recv_all(int fd, void *p, size_t n)
-{
-	for (size_t got = 0; got < n;) {
-		ssize_t r = read(fd, (char *)p + got, n - got);
-		if (r <= 0)
-			die("side channel");
-		got += (size_t)r;
-	}
 }
 
 static void exchange(int fd, const void *out, void *in, size_t n)

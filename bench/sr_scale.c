@@ -19,6 +19,7 @@
  * QP's fixed cost, with the smallest rings), -r max_dest_rd_atomic and max_rd_atomic
  * (default 1). iWARP: a TCP connection per pair end, so two descriptors per pair; the soft
  * RLIMIT_NOFILE is raised to the hard one. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
@@ -30,6 +31,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "lib/bench.h"
 
 #define CQ_SIZE 4096
 
@@ -47,19 +50,6 @@ struct side {
 
 static int nwr = 1, ird = 1;
 static long size = 100;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "sr_scale: %s (%s)\n", what, strerror(errno));
-	exit(1);
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static long rss_kib(void)
 {
