@@ -112,7 +112,7 @@ static inline void mover_enter(struct mover *m, unsigned what)
 
 static inline void mover_leave(struct mover *m, unsigned what, uint64_t now)
 {
-	atomic_store_explicit(&m->last_app, now, memory_order_relaxed);
+	mover_note_app(m, now);
 	atomic_fetch_sub_explicit(&m->inside, what, memory_order_release);
 }
 

@@ -27,6 +27,17 @@ static void io_wake(struct mover *m, uint64_t t, uint64_t app)
 	mover_passed(m, true, false, true);
 }
 
+/* MOVER_IDLE_MAX wake-ups 10 us apart, from t on, each for packets the application (which
+ * polled 1 us before) was polling for: the application has the packets back. Returns the
+ * time after the last. */
+static uint64_t served_until_app(struct mover *m, uint64_t t)
+{
+	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
+		io_wake(m, t, t - 1 * US);
+	CHECK_EQ(mover_who(m), MOVER_APP);
+	return t;
+}
+
 static void starts_with_thread(void)
 {
 	struct mover m;
@@ -71,9 +82,7 @@ static void app_going_away_is_taken_over(void)
 	struct mover m;
 	mover_init(&m);
 	uint64_t t = 1000 * US;
-	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
-		io_wake(&m, t, t - 1 * US);
-	CHECK_EQ(mover_who(&m), MOVER_APP);
+	t = served_until_app(&m, t);
 	/* The application's last poll was at t; it computes from then on. */
 	mover_note_app(&m, t);
 	struct mover_wait w = mover_plan(&m, t, UINT64_MAX, 20000 * US);
@@ -83,9 +92,7 @@ static void app_going_away_is_taken_over(void)
 	CHECK_EQ(m.n[MOVER_CNT_to_thread], 1);
 	/* And the plan itself notices, if the thread was woken for something else. */
 	mover_init(&m);
-	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
-		io_wake(&m, t, t - 1 * US);
-	CHECK_EQ(mover_who(&m), MOVER_APP);
+	t = served_until_app(&m, t);
 	w = mover_plan(&m, t + MOVER_GRACE_NS, UINT64_MAX, 20000 * US);
 	CHECK(w.on_io);
 	CHECK_EQ(mover_who(&m), MOVER_THREAD);
@@ -142,9 +149,7 @@ static void blocking_app_kicks_only_in_app(void)
 	mover_init(&m);
 	CHECK(!mover_app_blocks(&m)); /* THREAD: the thread is on the sockets already */
 	uint64_t t = 1000 * US;
-	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
-		io_wake(&m, t, t - 1 * US);
-	CHECK_EQ(mover_who(&m), MOVER_APP);
+	t = served_until_app(&m, t);
 	mover_note_app(&m, t);
 	CHECK(mover_app_blocks(&m)); /* kick */
 	/* Woken by the kick right away: the application counts as gone at once. */
@@ -159,9 +164,7 @@ static void lock_and_timers(void)
 	mover_init(&m);
 	CHECK(mover_lock_busy(&m)); /* THREAD waits for the lock */
 	uint64_t t = 1000 * US;
-	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
-		io_wake(&m, t, t - 1 * US);
-	CHECK_EQ(mover_who(&m), MOVER_APP);
+	t = served_until_app(&m, t);
 	CHECK(!mover_lock_busy(&m)); /* a look skips */
 	CHECK_EQ(m.n[MOVER_CNT_busy], 2);
 	/* A look while the application polls: nothing to do, unless a timer is overdue by
@@ -202,9 +205,7 @@ static void inside_a_poll_counts_as_polling(void)
 	struct mover m;
 	mover_init(&m);
 	uint64_t t = 1000 * US;
-	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
-		io_wake(&m, t, t - 1 * US);
-	CHECK_EQ(mover_who(&m), MOVER_APP);
+	t = served_until_app(&m, t);
 	mover_enter(&m, MOVER_IN_POLL);
 	struct mover_wait w = mover_plan(&m, t + 500 * US, UINT64_MAX, 20000 * US);
 	CHECK(!w.on_io);
