@@ -493,6 +493,7 @@ static bool run_every(struct iwp *p, bool rx, bool timers_only, uint64_t now, bo
 			if (gone)
 				continue;
 			did |= k->more;
+			p->again |= k->more;
 			if (timers_only)
 				relist(p, k);
 			due = conn_due(k);
@@ -525,7 +526,7 @@ static bool run_ready(struct iwp *p, bool rx, bool *sent)
 			work_add(p, k);
 		}
 		if (n == READY_MAX)
-			did = true; /* more may be ready: come back at once */
+			did = p->again = true; /* more may be ready: come back at once */
 	}
 	for (struct iwp_conn *k = p->work, *next; k; k = next) {
 		next = k->wnext;
@@ -536,6 +537,7 @@ static bool run_ready(struct iwp *p, bool rx, bool *sent)
 		if (gone)
 			continue;
 		did |= k->more;
+		p->again |= k->more;
 		relist(p, k);
 	}
 	uint64_t timer = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
@@ -547,6 +549,7 @@ static bool run_ready(struct iwp *p, bool rx, bool *sent)
 static bool run_conns(struct iwp *p, bool rx, bool *sent)
 {
 	p->passes++;
+	p->again = false;
 	if (p->nconns > FEW_CONNS)
 		return run_ready(p, rx, sent);
 	return run_every(p, rx, false, core_now_ns(), sent);
@@ -726,13 +729,18 @@ static void *iwp_main(void *arg)
 			waited = true;
 		}
 		bool did = iwp_progress(p);
+		bool again = p->again;
 		core_unlock(p->core);
 		iwp_after_unlock(p);
-		bool more = did;
-		for (int i = 0; more && i < 64; i++) {
+		/* Round again at once only for reads a pass left unfinished (a connection's read
+		 * budget, a full epoll batch). Bytes that arrive later make their connection
+		 * readable, which the level-triggered epoll reports: a pass more to find the
+		 * sockets empty would cost a read that fails with EAGAIN at every wake-up. */
+		for (int i = 0; again && i < 64; i++) {
 			if (!core_trylock(p->core))
 				break;
-			more = iwp_progress(p);
+			iwp_progress(p);
+			again = p->again;
 			core_unlock(p->core);
 			iwp_after_unlock(p);
 		}
