@@ -185,6 +185,8 @@ roce_cases() {
 		pair ${p}_64k $T tcp:18515 "$p -d {DEV} -x {GID} -n 100 -s 65536" "$p -d {DEV} -x {GID} -n 100 -s 65536 {PEER}"
 	done
 	pair ib_atomic_bw $T tcp:18515 'ib_atomic_bw -d {DEV} -x {GID} -n 100' 'ib_atomic_bw -d {DEV} -x {GID} -n 100 {PEER}'
+	# A message rate: back-to-back posts, which softrdma sends together (core_posted).
+	pair ib_send_bw_8 $T tcp:18515 'ib_send_bw -d {DEV} -x {GID} -n 20000 -s 8' 'ib_send_bw -d {DEV} -x {GID} -n 20000 -s 8 {PEER}'
 	[ $big = 1 ] && pair ib_send_bw_ud_1k $T tcp:18515 'ib_send_bw -c UD -d {DEV} -x {GID} -n 100 -s 1024' 'ib_send_bw -c UD -d {DEV} -x {GID} -n 100 -s 1024 {PEER}'
 	[ $big = 1 ] && pair ib_write_bw_uc_8k $T tcp:18515 'ib_write_bw -c UC -d {DEV} -x {GID} -n 100 -s 8192' 'ib_write_bw -c UC -d {DEV} -x {GID} -n 100 -s 8192 {PEER}'
 	# perftest over rdma_cm (the IB CM's MADs on QP1)

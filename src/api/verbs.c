@@ -996,8 +996,9 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	core_app_enter(core, false);
 	core_lock(core);
 	int ret = eng_qp_post_send(qp->eqp, wr, (const struct ibv_send_wr **)bad, core_now_ns());
-	/* Send right away, on the caller's thread: no hand-off on the latency path. */
-	core_flush(core);
+	/* Send on the caller's thread: no hand-off on the latency path; right away unless the
+	 * post joins a pipeline the next poll sends with (core_posted). */
+	core_posted(core, qp->eqp);
 	core_unlock(core);
 	core_app_leave(core, false);
 	return -ret;

@@ -120,11 +120,23 @@ bool core_progress(struct core_ctx *c);
 /* Sends what is due now and nothing else (ibv_post_send: the new request leaves at once,
  * without a receive system call in front of it). Under the lock. */
 void core_flush(struct core_ctx *c);
+/* After ibv_post_send queued requests on qp, under the lock: sends what is due (core_flush),
+ * or leaves it for the application's next call when the requests join a pipeline (doorbell
+ * batching): the QP awaits responses to earlier requests, so the application will poll for
+ * them, and it polls (the progress thread is not on the sockets, core/mover.h). Back-to-back
+ * posts then leave in one system call, as one GSO train, and the peer acknowledges them with
+ * one ACK. At most CORE_DEFER_POSTS posts wait; the next poll (core_poll_cq) or post sends
+ * them, and if the application calls neither, the progress thread's next look does (at most
+ * MOVER_NAP_MAX_NS, as for a timer the application leaves overdue). Without a progress thread
+ * (SOFTRDMA_PROGRESS_THREAD=0) nothing waits. A QP awaiting nothing
+ * (a ping-pong, the first post of a burst) sends at once: no wait on the latency path. */
+#define CORE_DEFER_POSTS 16
+void core_posted(struct core_ctx *c, struct eng_qp *qp);
 /* ibv_poll_cq's progress, under the lock: returns completions from cq (up to n into wc),
  * moving packets first when it is empty. When input produces completions they are returned
  * before the output that input caused (ACKs) is sent; that output goes at the next call
- * (or by the progress thread if the application does not come back), which takes the ACK's
- * system call off the application's reply path. */
+ * (or by the progress thread if the application does not come back; without one, at once), which
+ * takes the ACK's system call off the application's reply path. */
 int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc);
 /* Around the application's polls (poll: true) and posts, before the lock and after the
  * unlock: the application moves the packets while it polls, and the progress thread backs
@@ -169,6 +181,7 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_mcast_unicast, "packets dropped: DestQP 0xFFFFFF to a unicast address")               \
 	X(mcast_deliveries, "multicast datagrams handed to attached QPs (one per QP)")             \
 	X(tx_errors, "packets not sent: socket error")                                             \
+	X(tx_deferred, "posts left for the application's next poll (core_posted)")                 \
 	X(tx_bad_ah, "UD packets not sent: address handle destroyed, or no socket for its family") \
 	X(gsi_routed, "CM MADs to QP1 passed to the process they are for (core/gsi.h)")            \
 	X(gsi_local, "CM MADs sent to a process on our address straight to its endpoint")          \

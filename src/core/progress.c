@@ -100,6 +100,7 @@ struct core_ctx {
 	 * looks at the earliest only, so idle QPs cost the data path nothing. */
 	struct tmheap timers;
 	struct core_qp *run_head, *run_tail;
+	uint32_t deferred; /* posts left for the next poll (core_posted) since the last output */
 	uint64_t counters[CORE_CNT__COUNT];
 	struct core_ah *ahs; /* grown on ibv_create_ah (control path); index 0 unused */
 	uint32_t nahs;	     /* slots allocated */
@@ -663,6 +664,7 @@ static bool run_output(struct core_ctx *c, uint64_t now)
 	/* Take the current list; QPs woken while we drain go on a fresh one. */
 	struct core_qp *s = c->run_head;
 	c->run_head = c->run_tail = NULL;
+	c->deferred = 0;
 	while (s) {
 		struct core_qp *next = s->next_run;
 		s->queued = false;
@@ -1014,6 +1016,16 @@ void core_flush(struct core_ctx *c)
 	}
 }
 
+void core_posted(struct core_ctx *c, struct eng_qp *qp)
+{
+	if (c->io && c->run_head && c->has_thread && mover_who(&c->mv) == MOVER_APP &&
+	    eng_qp_awaits_response(qp) && ++c->deferred < CORE_DEFER_POSTS) {
+		c->counters[CORE_CNT_tx_deferred]++;
+		return;
+	}
+	core_flush(c);
+}
+
 bool core_progress(struct core_ctx *c)
 {
 	if (!c->io)
@@ -1048,8 +1060,10 @@ int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc
 	run_timers(c, now);
 	got = eng_cq_poll(cq, n, wc);
 	/* A completion arrived: hand it over now and send the ACKs it caused at the next call,
-	 * so the application's reply is not queued behind our ACK's system call. */
-	if (!got)
+	 * so the application's reply is not queued behind our ACK's system call. Without a
+	 * progress thread nobody else would send them if the application never calls again
+	 * (the peer would wait for its ACK forever): then they go now. */
+	if (!got || !c->has_thread)
 		run_output(c, now);
 	kick_thread_if_late(c);
 	return got;

@@ -261,6 +261,9 @@ int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint
 int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		       size_t buf_cap, uint32_t *ah);
 
+/* True when the QP (RC, XRC) has sent requests it still awaits the acknowledgement or the
+ * response of: a new request joins a pipeline whose responses will come back. */
+bool eng_qp_awaits_response(const struct eng_qp *qp);
 /* Earliest time the engine needs eng_qp_timer() (retransmit, RNR wait), or UINT64_MAX. */
 uint64_t eng_qp_deadline(const struct eng_qp *qp);
 /* Runs expired timers; may make output due (wake is called). */

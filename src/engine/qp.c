@@ -378,6 +378,11 @@ uint32_t eng_qp_num(const struct eng_qp *qp)
 	return qp->init.qpn;
 }
 
+bool eng_qp_awaits_response(const struct eng_qp *qp)
+{
+	return eng_qp_reliable(qp) && psn_cmp(qp->comp.psn, qp->req.psn_hi) < 0;
+}
+
 enum ibv_qp_state eng_qp_state(const struct eng_qp *qp)
 {
 	return qp->state;

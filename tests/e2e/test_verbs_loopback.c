@@ -19,6 +19,10 @@
  *   - messages at the FPDU boundaries are added (around each sender's MULPDU, read from the
  *     QP: white box), and the FPDUs each SEND and WRITE takes are counted;
  *   - with SOFTRDMA_IW_CRC=on (strict, required), MPA must have negotiated CRC32c.
+ * Back-to-back posts on a pipeline (core_posted) are checked to leave, in order, whether the
+ * application polls after them or calls nothing. --no-thread: the receiver's ACK without a
+ * progress thread (SOFTRDMA_PROGRESS_THREAD=0, RoCE) when it calls nothing after its last
+ * completion.
  * $SOFTRDMA_IW_PORT (the rendezvous port) is made random per process unless it is set. */
 #include "check.h"
 
@@ -511,16 +515,126 @@ static void iw_refused_write(struct side *a, struct side *b, uint64_t raddr, uin
 	CHECK_EQ(b->buf[63], 0x5A);
 }
 
+/* Spins on a's CQ (empty) until a's application moves the packets itself (core/mover.h: its
+ * progress thread has left the sockets), at most 5 s. Returns the thread's take-overs so far
+ * (mover_to_thread) when it saw that, or UINT64_MAX if it never did. */
+static uint64_t until_app_moves(struct side *a)
+{
+	uint64_t stop = now_ms() + 5000;
+	struct ibv_wc wc;
+	while (now_ms() < stop) {
+		CHECK_EQ(ibv_poll_cq(a->cq, 1, &wc), 0);
+		uint64_t took = softrdma_counter(a->ctx, NULL, "mover_to_thread");
+		if (softrdma_counter(a->ctx, NULL, "mover_to_app") > took)
+			return took;
+	}
+	return UINT64_MAX;
+}
+
+/* Back-to-back SENDs while earlier ones await their ACKs wait for the next poll and leave
+ * together (core_posted: doorbell batching). Each arrives once, in order, with its bytes:
+ * round 1 polls a's completions first (the poll sends them); in round 0 a's application calls
+ * nothing after its posts (it computes, say), and its progress thread must send them.
+ * Deferral happens only while the application moves the packets; on a loaded machine the
+ * thread may take them over during the posts (the application descheduled for longer than
+ * MOVER_GRACE_NS). A round where it did not must have deferred posts; rounds are repeated (at
+ * most 8) until one defers some. */
+static void pipelined_posts(struct side *a, struct side *b)
+{
+	enum { N = 48, LEN = 8, RX = 8192 };
+	struct ibv_wc wc;
+	bool checked = false;
+	for (int round = 0; round < 2 || (!iw && !checked && round < 8); round++) {
+		bool thread_sends = round == 0;
+		for (int i = 0; i < N; i++)
+			post_recv(b, RX + (uint64_t)i * LEN, LEN, 1000u + (unsigned)i);
+		memset(b->buf + RX, 0, (size_t)N * LEN);
+		fill(a->buf, (size_t)N * LEN, 40u + (unsigned)round);
+		uint64_t took = iw ? UINT64_MAX : until_app_moves(a);
+		uint64_t deferred = iw ? 0 : softrdma_counter(a->ctx, NULL, "tx_deferred");
+		uint64_t t0 = now_ms();
+		for (int i = 0; i < N; i++)
+			CHECK_EQ(post_send(a, IBV_WR_SEND, (uint64_t)i * LEN, LEN, 0, 0,
+					   2000u + (unsigned)i),
+				 0);
+		if (!iw) {
+			deferred = softrdma_counter(a->ctx, NULL, "tx_deferred") - deferred;
+			/* The application moved the packets from the look above to now. */
+			bool kept = softrdma_counter(a->ctx, NULL, "mover_to_thread") == took;
+			fprintf(stderr,
+				"pipelined posts, round %d: %llu of %d left for the next poll%s\n",
+				round, (unsigned long long)deferred, N,
+				kept ? "" : " (the progress thread took the packets meanwhile)");
+			if (kept)
+				CHECK(deferred > 0);
+			checked |= deferred > 0;
+		}
+		for (int side = 0; side < 2; side++) {
+			struct side *s = (side == 0) == thread_sends ? b : a;
+			unsigned base = s == a ? 2000u : 1000u;
+			for (int i = 0; i < N; i++) {
+				REQUIRE(wait_wc(s->cq, &wc) == 0);
+				CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+				CHECK_EQ(wc.wr_id, base + (unsigned)i);
+				if (s == b)
+					CHECK_EQ(wc.byte_len, LEN);
+			}
+			if (thread_sends && s == b)
+				fprintf(stderr,
+					"pipelined posts, round %d: all received after %llu ms "
+					"with a calling nothing\n",
+					round, (unsigned long long)(now_ms() - t0));
+		}
+		CHECK(memcmp(b->buf + RX, a->buf, (size_t)N * LEN) == 0);
+		CHECK_EQ(ibv_poll_cq(a->cq, 1, &wc), 0);
+		CHECK_EQ(ibv_poll_cq(b->cq, 1, &wc), 0);
+	}
+	if (!iw && !checked)
+		note("pipelined posts", "no post waited: the progress thread took the packets in "
+					"every round (a loaded machine); deferral not checked");
+}
+
+/* --no-thread (SOFTRDMA_PROGRESS_THREAD=0): only calls into the library move packets. A
+ * receiver that takes its message and then calls nothing more (it exits, or waits on another
+ * channel, as sr_perf's last round trip does) must have acknowledged it already: with no
+ * thread to send a deferred ACK, the sender's completion would wait for a call that never
+ * comes, and its retries would end in RETRY_EXC_ERR. */
+static void without_thread(struct ibv_device *dev, unsigned access)
+{
+	struct side a, b;
+	struct ibv_wc wc;
+	side_open(&a, dev, access);
+	side_open(&b, dev, access);
+	side_connect(&a, &b, 7, 12, 3); /* ~17 ms timeout, 3 retries: a stuck ACK fails fast */
+	side_connect(&b, &a, 7, 12, 3);
+	for (unsigned i = 0; i < 4; i++) {
+		post_recv(&b, 4096, 64, 30 + i);
+		fill(a.buf, 64, i);
+		CHECK_EQ(post_send(&a, IBV_WR_SEND, 0, 64, 0, 0, 20 + i), 0);
+		REQUIRE(wait_wc(b.cq, &wc) == 0); /* b's polls move the packets */
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 30 + i);
+		CHECK(memcmp(b.buf + 4096, a.buf, 64) == 0);
+		REQUIRE(wait_wc(a.cq, &wc) == 0); /* b calls nothing meanwhile */
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 20 + i);
+	}
+	side_close(&a);
+	side_close(&b);
+}
+
 int main(int argc, char **argv)
 {
 	/* --data-only: the data path alone (used with fault injection, where a lost NAK turns an
 	 * access error into a retry timeout, as it would on a real lossy network). */
-	int data_only = 0;
+	int data_only = 0, no_thread = 0;
 	if (getenv("SOFTRDMA_TEST_DEV") && *getenv("SOFTRDMA_TEST_DEV"))
 		dev_name = getenv("SOFTRDMA_TEST_DEV");
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--data-only"))
 			data_only = 1;
+		else if (!strcmp(argv[i], "--no-thread"))
+			no_thread = 1;
 		else if (!strcmp(argv[i], "--ipv6"))
 			use_ipv6 = true;
 		else if (!strcmp(argv[i], "--dev") && i + 1 < argc)
@@ -532,6 +646,8 @@ int main(int argc, char **argv)
 		snprintf(port, sizeof(port), "%d", 10000 + (int)(getpid() % 10000));
 		setenv("SOFTRDMA_IW_PORT", port, 1);
 	}
+	if (no_thread)
+		setenv("SOFTRDMA_PROGRESS_THREAD", "0", 1);
 	struct ibv_device **list;
 	struct ibv_device *dev = find_lo(&list);
 	REQUIRE(dev);
@@ -546,6 +662,14 @@ int main(int argc, char **argv)
 	}
 	const unsigned all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	if (no_thread) {
+		if (iw)
+			note("--no-thread", "skipped: iWARP connections always have their thread");
+		else
+			without_thread(dev, all);
+		ibv_free_device_list(list);
+		return check_exit();
+	}
 	struct side a, b;
 	side_open(&a, dev, all);
 	side_open(&b, dev, all);
@@ -589,6 +713,7 @@ int main(int argc, char **argv)
 		data_ops(&a, &b, sizes[0][i], i);
 		data_ops(&b, &a, sizes[1][i], i + 100);
 	}
+	pipelined_posts(&a, &b);
 	if (iw) {
 		note("atomics", "RDMAP has none (atomic_cap NONE); checked to be refused at post");
 		atomics_refused(&a, &b);
