@@ -120,6 +120,7 @@ struct core_ctx {
 	uint8_t rxbuf[BATCH][PKT_ROOM];
 	uint8_t txbuf[BATCH][PKT_ROOM];
 	struct io_pkt rx[BATCH];
+	struct io_pkt rxv[BATCH]; /* io_udp_recv_view's entries: the packets stay in io (GRO) */
 	struct io_pkt tx[BATCH];
 	int ntx;
 	uint32_t gsi_psn; /* BTH PSN of QP1's sends */
@@ -931,15 +932,24 @@ static bool input_mcast(struct core_ctx *c, uint64_t now)
 	return true;
 }
 
+/* With GRO the packets are read where io received them (io_udp_recv_view): a bulk transfer's
+ * payload is then copied once in user space, into the memory region, instead of twice. */
 static bool input_from(struct core_ctx *c, struct io_udp *io, uint64_t now)
 {
-	rx_rooms(c);
-	int n = io_udp_recv(io, c->rx, BATCH);
+	struct io_pkt *rx = c->rx;
+	int n;
+	if (io_udp_gro(io)) {
+		rx = c->rxv;
+		n = io_udp_recv_view(io, rx, BATCH, PKT_ROOM);
+	} else {
+		rx_rooms(c);
+		n = io_udp_recv(io, rx, BATCH);
+	}
 	if (n <= 0)
 		return false;
 	c->counters[CORE_CNT_rx_packets] += (uint64_t)n;
 	for (int i = 0; i < n; i++)
-		input_one(c, &c->rx[i], now);
+		input_one(c, &rx[i], now);
 	return true;
 }
 

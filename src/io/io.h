@@ -241,6 +241,15 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n);
  * io_udp_pending is true a caller that would sleep on io_udp_fd must call io_udp_recv first. */
 bool io_udp_pending(const struct io_udp *io);
 
+/* io_udp_recv without the copy where GRO allows it: the datagrams of a coalesced receive stay
+ * where the kernel put them, in io's own memory, and pkts[i].buf points at each (pkts[i].cap =
+ * pkts[i].len), read-only and valid until the next io_udp_recv or io_udp_recv_view on io.
+ * The entries need no buffers and their buf / cap are overwritten. A datagram longer than
+ * max_len is dropped (rx_truncated), as io_udp_recv drops one longer than every buffer. Without
+ * GRO (io_udp_gro false) it is io_udp_recv, and the entries must carry buffers as for it (their
+ * capacities, not max_len, then limit the length). Same returns. */
+int io_udp_recv_view(struct io_udp *io, struct io_pkt *pkts, int n, size_t max_len);
+
 /* Whether the main socket takes UDP_GRO (fixed at io_udp_open). */
 bool io_udp_gro(const struct io_udp *io);
 

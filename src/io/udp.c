@@ -438,13 +438,14 @@ static void copy_addressing(struct io_pkt *to, const struct io_pkt *from)
 }
 
 /* io_udp_recv with GRO: cuts the received datagrams into the datagrams they coalesce (every
- * gso_size bytes, the last one shorter), each checked and copied into pkts[out] in order. */
-static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n)
+ * gso_size bytes, the last one shorter), each checked and copied into pkts[out] in order, or
+ * with `view` left in place, pkts[out].buf pointing at it (io_udp_recv_view). */
+static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n, bool view, size_t max_len)
 {
 	uint64_t bytes = 0;
 	int out = 0;
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && !view; i++)
 		if (!pkts[i].buf || pkts[i].cap == 0)
 			return -EINVAL;
 	if (io->gro_msg >= io->gro_got) {
@@ -484,7 +485,15 @@ static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n)
 			}
 			if (io_steer_rx(io->steer, d, l) != IO_STEER_DELIVER)
 				continue;
-			if (l > pkts[out].cap) {
+			if (view && l > max_len) {
+				cnt_add(io, IO_UDP_C_rx_truncated, 1);
+				continue;
+			}
+			if (view) {
+				/* io's room: read-only for the caller */
+				pkts[out].buf = (uint8_t *)d;
+				pkts[out].cap = l;
+			} else if (l > pkts[out].cap) {
 				/* A later entry with room takes it (entries may be permuted,
 				 * io.h); with none, it is dropped as too large. */
 				int k = out + 1;
@@ -498,7 +507,8 @@ static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n)
 				pkts[out] = pkts[k];
 				pkts[k] = tmp;
 			}
-			memcpy(pkts[out].buf, d, l);
+			if (!view)
+				memcpy(pkts[out].buf, d, l);
 			pkts[out].len = l;
 			copy_addressing(&pkts[out], &addr);
 			bytes += l;
@@ -538,7 +548,7 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 	if (n == 0)
 		return 0;
 	if (io->gro)
-		return recv_gro(io, pkts, n);
+		return recv_gro(io, pkts, n, false, 0);
 	got = io_rx_batch_recv(&io->rx, io->fd, pkts, n);
 	if (got < 0) {
 		if (got != -EINVAL) /* -EINVAL: a bad buffer, nothing received */
@@ -568,6 +578,17 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 	cnt_add(io, IO_UDP_C_rx_bytes, bytes);
 	io_steer_rx_done(io->steer);
 	return out;
+}
+
+int io_udp_recv_view(struct io_udp *io, struct io_pkt *pkts, int n, size_t max_len)
+{
+	if (!io || !io->gro)
+		return io_udp_recv(io, pkts, n);
+	if (!pkts || n < 0)
+		return -EINVAL;
+	if (n > IO_UDP_BATCH)
+		n = IO_UDP_BATCH;
+	return n == 0 ? 0 : recv_gro(io, pkts, n, true, max_len);
 }
 
 /* ---- send ---- */

@@ -1,7 +1,8 @@
 /* io_udp's GSO trains and prepared receive batch on loopback: a train leaves as the datagrams
  * it holds, byte for byte; a train that breaks the rules, or one sent with SOFTRDMA_GSO=0,
  * leaves packet by packet; a receive after the caller changed its buffers (or broke one) uses
- * the new ones. Traffic stays on 127.0.0.1. */
+ * the new ones; a coalesced receive (GRO) is cut back into its datagrams, copied in order or
+ * (io_udp_recv_view) left in place. Traffic stays on 127.0.0.1. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -309,8 +310,76 @@ static void test_gro_train(void)
 	CHECK_EQ(r[0].len, 120);
 	CHECK_MEM(r[0].buf, buf[4], 120);
 	CHECK_EQ(counter(rx, IO_UDP_C_rx_gro), 3);
+	/* io_udp_recv_view: the packets stay in io, the entries point at them (no buffers of
+	 * their own), in order, across calls, until the next receive. */
+	make_pkts(tx, io_udp_port(rx), p, buf, lens, 5);
+	p[0].train = 5;
+	CHECK_EQ(io_udp_send(tx, p, 5), 5);
+	usleep(20000);
+	struct io_pkt v[8];
+	memset(v, 0, sizeof(v));
+	const uint8_t *prev_end = NULL;
+	got = 0;
+	for (int call = 0; call < 3; call++) {
+		int k = io_udp_recv_view(rx, v, 2, 512);
+		CHECK_EQ(k, call < 2 ? 2 : 1);
+		for (int i = 0; i < k && got + i < 5; i++) {
+			CHECK(v[i].buf != NULL);
+			CHECK(v[i].buf < in[0] || v[i].buf >= in[8]); /* not a caller's buffer */
+			CHECK_EQ(v[i].len, lens[got + i]);
+			CHECK_EQ(v[i].cap, v[i].len);
+			if (v[i].buf && v[i].len == lens[got + i])
+				CHECK_MEM(v[i].buf, buf[got + i], v[i].len);
+			/* One coalesced datagram: each packet right behind the one before. */
+			if (prev_end)
+				CHECK(v[i].buf == prev_end);
+			prev_end = v[i].buf + v[i].len;
+			CHECK_EQ(v[i].sport, io_udp_port(tx));
+		}
+		got += k > 0 ? k : 0;
+	}
+	CHECK_EQ(got, 5);
+	CHECK_EQ(io_udp_recv_view(rx, v, 2, 512), 0);
+	CHECK_EQ(counter(rx, IO_UDP_C_rx_gro), 4);
+	/* Longer than max_len: dropped as truncated, the shorter last one comes. */
+	uint64_t trunc = counter(rx, IO_UDP_C_rx_truncated);
+	CHECK_EQ(io_udp_send(tx, p, 5), 5);
+	usleep(20000);
+	CHECK_EQ(io_udp_recv_view(rx, v, 8, 200), 1);
+	CHECK_EQ(v[0].len, 120);
+	CHECK_MEM(v[0].buf, buf[4], 120);
+	CHECK_EQ(counter(rx, IO_UDP_C_rx_truncated), trunc + 4);
 	io_udp_close(rx);
 	io_udp_close(tx);
+}
+
+/* Without GRO io_udp_recv_view is io_udp_recv: the datagrams go into the caller's buffers. */
+static void test_view_without_gro(void)
+{
+	static uint8_t in[2][256];
+	struct io_udp *io = NULL;
+	uint16_t port = free_port(), sport;
+	int fd = plain4(&sport);
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
+	uint8_t dg[40] = {0};
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	struct io_udp_config c = cfg4(port);
+	setenv(IO_UDP_GSO_ENV, "0", 1);
+	REQUIRE(io_udp_open(&c, &io) == 0);
+	unsetenv(IO_UDP_GSO_ENV);
+	CHECK(!io_udp_gro(io));
+	struct io_pkt v[2] = {{.buf = in[0], .cap = sizeof(in[0])},
+			      {.buf = in[1], .cap = sizeof(in[1])}};
+	dg[7] = 9;
+	dg[12] = 0xC3;
+	REQUIRE(sendto(fd, dg, sizeof(dg), 0, (struct sockaddr *)&to, sizeof(to)) == sizeof(dg));
+	usleep(20000);
+	CHECK_EQ(io_udp_recv_view(io, v, 2, 8), 1); /* the buffers' capacities count */
+	CHECK(v[0].buf == in[0]);
+	CHECK_EQ(v[0].len, sizeof(dg));
+	CHECK_EQ(in[0][12], 0xC3);
+	io_udp_close(io);
+	close(fd);
 }
 
 int main(void)
@@ -320,6 +389,7 @@ int main(void)
 	test_rx_buffers(false);
 	test_rx_buffers(true);
 	test_gro_train();
+	test_view_without_gro();
 	rmdir(regdir);
 	return check_exit();
 }
