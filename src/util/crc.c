@@ -43,6 +43,8 @@ static bool cpu_vpclmul; /* AVX2 + VPCLMULQDQ, and the OS saves the 256-bit regi
 #if CRC_X86
 /* Folding constants for the PCLMULQDQ paths, {low lane, high lane}: see fold() below. */
 static uint64_t k128[2], k256[2], k512[2], k1024[2];
+/* The final reduction (reduce128): x^63 mod P, and Barrett's {mu, P}, as 64-bit lanes. */
+static uint64_t k_low, k_bar[2];
 /* Combining the three CRC-32C streams: x^(8 * C3_GRAIN * k) and x^(16 * C3_GRAIN * k) mod the
  * Castagnoli polynomial, for streams of C3_GRAIN * k bytes: see c_sse42_3way() below. */
 #define C3_GRAIN 16
@@ -226,58 +228,134 @@ static void fold_consts(uint64_t k[2], unsigned d)
 	k[1] = (uint64_t)xpow(d - 1) << 32;
 }
 
-__attribute__((target("pclmul,sse2"))) static inline __m128i fold(__m128i x, __m128i k)
+/* Barrett's constants for reduce128, in lanes as fold_consts places its own: {mu, P}, each
+ * times x^31, where mu = x^64 div P. The division runs in the ordinary bit order (bit i holds
+ * x^i), then each 33-bit polynomial is reflected into bits 0..32 of its lane (x^i at 32 - i). */
+static void barrett_consts(uint64_t bar[2])
+{
+	const uint64_t p = 0x104C11DB7ull; /* x^32 + POLY_IEEE, ordinary order */
+	unsigned __int128 rem = (unsigned __int128)1 << 64;
+	uint64_t mu = 0;
+
+	for (int i = 64; i >= 32; i--) {
+		if ((rem >> i) & 1) {
+			rem ^= (unsigned __int128)p << (i - 32);
+			mu |= 1ull << (i - 32);
+		}
+	}
+	bar[0] = bar[1] = 0;
+	for (int i = 0; i <= 32; i++) {
+		bar[0] |= ((mu >> i) & 1) << (32 - i);
+		bar[1] |= ((p >> i) & 1) << (32 - i);
+	}
+}
+
+#define PCL_TARGET __attribute__((target("pclmul,sse4.1")))
+
+PCL_TARGET static inline __m128i fold(__m128i x, __m128i k)
 {
 	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
+PCL_TARGET static inline __m128i load128(const uint8_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+/* From the 128-bit accumulator X (congruent mod P to everything consumed) to the register,
+ * X * x^32 mod P, without tables. In the lane notation of fold() (bit b of a 64-bit lane holds
+ * x^(63-b); a carry-less product of two lanes is the 128-bit value of their product times x):
+ *  1. X = H*x^64 + L: H*x^64 == H * (x^63 mod P) * x, which has degree < 96 and lands on the
+ *     bits of L and the upper half of the low lane: 96 bits, still congruent to X.
+ *  2. The same step moves those upper 32 bits of the low lane into the high lane: 64 bits R.
+ *  3. R * x^32 = Rh*x^64 + Rl*x^32 == Rh * (x^63 mod P) * x + Rl*x^32: 64 bits Q.
+ *  4. Barrett: with mu = x^64 div P, q = (Qh * mu) div x^32 and Q mod P = Ql + (q*P mod x^32)
+ *     (Intel, "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ", 2009). mu and P
+ *     are 33-bit polynomials, kept times x^31 so that each product's useful part lands on a
+ *     lane or dword boundary. */
+PCL_TARGET static inline uint32_t reduce128(__m128i x)
+{
+	const __m128i k = _mm_cvtsi64_si128((long long)k_low);
+	const __m128i bar = _mm_set_epi64x((long long)k_bar[1], (long long)k_bar[0]);
+
+	/* 1: H into the rest; the low lane's lower half is left zero. */
+	x = _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
+			  _mm_unpackhi_epi64(_mm_setzero_si128(), x));
+	/* 2: R in the high lane. */
+	x = _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), x);
+	/* 3: Q in the high lane (Rh moved to the lane's upper half is Rh alone). */
+	x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_slli_epi64(x, 32), k, 0x01),
+			  _mm_srli_epi64(x, 32));
+	/* 4: q in the low lane's upper half; then Ql + q*P mod x^32 in dword 2. */
+	__m128i q = _mm_clmulepi64_si128(_mm_slli_epi64(x, 32), bar, 0x01);
+	__m128i r = _mm_xor_si128(_mm_clmulepi64_si128(q, bar, 0x10), _mm_srli_epi64(x, 32));
+	return (uint32_t)_mm_extract_epi32(r, 2);
+}
+
+/* pshufb masks for a byte shift by a variable count t (1..15): loaded at shuf_tab + t, a
+ * left shift by 16 - t (byte i moves to i + 16 - t); at shuf_tab + 16 + t, a right shift by t
+ * (byte i moves to i - t). 0x80 makes a byte zero. */
+static const uint8_t shuf_tab[48] = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0,	  1,	2,    3,    4,	  5,	6,    7,    8,	  9,	10,   11,   12,	  13,	14,   15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+
 /* The end of both folding paths: x holds everything consumed so far (the initial register
- * folded in); folds in the remaining 16-byte blocks of p, then the last n % 16 bytes. */
-__attribute__((target("pclmul,sse2"))) static uint32_t fold_finish(__m128i x, const uint8_t *p,
-								   size_t n)
+ * folded in), and at least 16 bytes of the buffer lie before p. Folds in the remaining 16-byte
+ * blocks of p, then the last n % 16 bytes, then reduces. */
+PCL_TARGET static uint32_t fold_finish(__m128i x, const uint8_t *p, size_t n)
 {
 	const __m128i k = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
 
 	while (n >= 16) {
-		x = _mm_xor_si128(fold(x, k), _mm_loadu_si128((const __m128i *)(const void *)p));
+		x = _mm_xor_si128(fold(x, k), load128(p));
 		p += 16;
 		n -= 16;
 	}
-	/* x is congruent mod P to the message so far, so its raw CRC from a zero register is the
-	 * register for that prefix. */
-	uint8_t acc[16];
-	_mm_storeu_si128((__m128i *)(void *)acc, x);
-	uint32_t s = slice8(tab_ieee, 0, acc, sizeof(acc));
-	return slice8(tab_ieee, s, p, n);
+	if (n) {
+		/* X followed by the t = n tail bytes T is X*x^(8t) + T. Split X into its first t
+		 * bytes A and the rest B: X*x^(8t) = A*x^128 + B*x^(8t). B*x^(8t) + T is one block:
+		 * B moved down by t bytes, T after it, and T is where it sits in the last 16 bytes
+		 * of the buffer (already consumed bytes before it, so no read outside). A*x^128 is
+		 * one fold. */
+		const __m128i right = load128(shuf_tab + 16 + n);
+		__m128i a = _mm_shuffle_epi8(x, load128(shuf_tab + n));
+		__m128i bt =
+		    _mm_blendv_epi8(_mm_shuffle_epi8(x, right), load128(p + n - 16), right);
+
+		x = _mm_xor_si128(fold(a, k), bt);
+	}
+	return reduce128(x);
 }
 
-__attribute__((target("pclmul,sse2"))) static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p,
-								   size_t n)
+PCL_TARGET static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p, size_t n)
 {
-	/* Short buffers: the folding set-up and the final reduction cost more than they save. */
-	if (n < 64)
+	/* Under one block: no safe 16-byte load, so the tables. */
+	if (n < 16)
 		return slice8(tab_ieee, s, p, n);
+
+	/* The register XORs into the next four message bytes (raw CRC is linear). */
+	__m128i x0 = _mm_xor_si128(load128(p), _mm_cvtsi32_si128((int)s));
+
+	/* Short buffers: one accumulator. */
+	if (n < 64)
+		return fold_finish(x0, p + 16, n - 16);
 
 	const __m128i k4 = _mm_set_epi64x((long long)k512[1], (long long)k512[0]);
 	const __m128i k1 = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
-	__m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-	__m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
-	__m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
+	__m128i x1 = load128(p + 16);
+	__m128i x2 = load128(p + 32);
+	__m128i x3 = load128(p + 48);
 
-	/* The register XORs into the next four message bytes (raw CRC is linear). */
-	x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)s));
 	p += 64;
 	n -= 64;
 	/* Four independent accumulators hide the multiplier latency. */
 	while (n >= 64) {
-		x0 = _mm_xor_si128(fold(x0, k4), _mm_loadu_si128((const __m128i *)(const void *)p));
-		x1 = _mm_xor_si128(fold(x1, k4),
-				   _mm_loadu_si128((const __m128i *)(const void *)(p + 16)));
-		x2 = _mm_xor_si128(fold(x2, k4),
-				   _mm_loadu_si128((const __m128i *)(const void *)(p + 32)));
-		x3 = _mm_xor_si128(fold(x3, k4),
-				   _mm_loadu_si128((const __m128i *)(const void *)(p + 48)));
+		x0 = _mm_xor_si128(fold(x0, k4), load128(p));
+		x1 = _mm_xor_si128(fold(x1, k4), load128(p + 16));
+		x2 = _mm_xor_si128(fold(x2, k4), load128(p + 32));
+		x3 = _mm_xor_si128(fold(x3, k4), load128(p + 48));
 		p += 64;
 		n -= 64;
 	}
@@ -293,7 +371,7 @@ __attribute__((target("pclmul,sse2"))) static uint32_t ieee_pclmul(uint32_t s, c
  * On this project's machines (AMD Zen, no AVX-512) a VPCLMULQDQ on a 256-bit register issues
  * as fast as a PCLMULQDQ on a 128-bit one: twice the bytes per second from 512 bytes on
  * (bench/README.md); eight accumulators measured slower. */
-#define VPCL_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse2")))
+#define VPCL_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.1")))
 
 VPCL_TARGET static inline __m256i fold256(__m256i y, __m256i k)
 {
@@ -308,7 +386,7 @@ VPCL_TARGET static inline __m256i load256(const uint8_t *p)
 
 VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
 {
-	/* Below four registers' worth, the 128-bit path (which hands short buffers on again). */
+	/* Below four registers' worth, the 128-bit path. */
 	if (n < 128)
 		return ieee_pclmul(s, p, n);
 
@@ -349,7 +427,7 @@ VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
 	return fold_finish(x, p, n);
 }
 
-__attribute__((target("pclmul,sse2"))) static uint32_t mulmod_pclmul(uint32_t a, uint32_t b)
+PCL_TARGET static uint32_t mulmod_pclmul(uint32_t a, uint32_t b)
 {
 	__m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
 
@@ -479,6 +557,8 @@ static void init(void)
 	fold_consts(k256, 256);
 	fold_consts(k512, 512);
 	fold_consts(k1024, 1024);
+	k_low = (uint64_t)xpow(63) << 32;
+	barrett_consts(k_bar);
 	/* x^(8 * C3_GRAIN), its powers, and their squares, mod the Castagnoli polynomial. */
 	uint32_t grain = 0x80000000u;
 	for (int i = 0; i < 8 * C3_GRAIN; i++)
@@ -492,7 +572,7 @@ static void init(void)
 	/* Valgrind (3.19) runs neither AVX-512 nor VPCLMULQDQ and hides them from CPUID, so
 	 * under it this picks the 128-bit path. */
 	__builtin_cpu_init();
-	cpu_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+	cpu_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 	cpu_sse42 = __builtin_cpu_supports("sse4.2");
 	cpu_vpclmul = cpu_pclmul && __builtin_cpu_supports("avx2") &&
 		      __builtin_cpu_supports("vpclmulqdq") && os_saves_ymm();

@@ -2,12 +2,15 @@
  * slicing-by-8, CPU instructions on one chain and wide) on random buffers of every length
  * 0..300 at every alignment 0..15, every length to 2100, the sizes around each path's block
  * boundaries up to 64 KiB at odd alignments, always from a random starting CRC; incremental
- * use through every implementation; thread-safe first use; and the GF(2) algebra
- * (crc32_ieee_shift, crc32_ieee_mulmod) the ICRC solver relies on. */
+ * use through every implementation, cut anywhere in short buffers; no read outside the buffer
+ * (guard pages on both sides); thread-safe first use; and the GF(2) algebra (crc32_ieee_shift,
+ * crc32_ieee_mulmod) the ICRC solver relies on. */
 #include "check.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "util/crc.h"
 
@@ -242,6 +245,72 @@ static void test_incremental_impls(void)
 	CHECK_EQ(crc32_ieee_raw(s, buf + 40, 4096), crc32_ieee_raw(0xFFFFFFFFu, buf, 4136));
 }
 
+/* Short buffers cut at every point, through every implementation: the short paths (one
+ * 16-byte block, the tail folded in by a shifted load of the buffer's last 16 bytes) and the
+ * final reduction, entered from every register state the first part leaves. */
+static void test_short_splits(void)
+{
+	uint8_t buf[160];
+	int bad = 0, cases = 0;
+
+	for (size_t len = 0; len <= sizeof(buf); len++) {
+		fill(buf, len);
+		for (int impl = 0; impl < CRC_IMPL__COUNT; impl++) {
+			uint32_t init = (uint32_t)rnd(), whole, ref, v;
+
+			if (crc32_ieee_with(impl, init, buf, len, &whole) != 0)
+				continue;
+			crc32_ieee_with(CRC_IMPL_BYTEWISE, init, buf, len, &ref);
+			if (whole != ref)
+				bad++;
+			for (size_t cut = 0; cut <= len; cut++) {
+				crc32_ieee_with(impl, init, buf, cut, &v);
+				crc32_ieee_with(impl, v, buf + cut, len - cut, &v);
+				if (v != ref)
+					bad++;
+				cases++;
+			}
+		}
+	}
+	fprintf(stderr, "short splits: %d cases, %d mismatches\n", cases, bad);
+	CHECK_EQ(bad, 0);
+}
+
+/* Every implementation reads only the buffer it is given: buffers of every length to 300
+ * placed flush against an inaccessible page on either side (a stray read faults). */
+static void test_no_overread(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t page = pg > 0 ? (size_t)pg : 4096;
+	uint8_t *map =
+	    mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int bad = 0;
+
+	REQUIRE(map != MAP_FAILED);
+	REQUIRE(mprotect(map, page, PROT_NONE) == 0);
+	REQUIRE(mprotect(map + 2 * page, page, PROT_NONE) == 0);
+	uint8_t *mid = map + page;
+	fill(mid, page);
+	for (size_t len = 0; len <= 300; len++) {
+		const uint8_t *at[2] = {mid, mid + page - len}; /* flush left, flush right */
+
+		for (int side = 0; side < 2; side++) {
+			uint32_t ref_i, ref_c, v;
+
+			crc32_ieee_with(CRC_IMPL_BYTEWISE, 0, at[side], len, &ref_i);
+			crc32c_with(CRC_IMPL_BYTEWISE, 0, at[side], len, &ref_c);
+			for (int impl = 0; impl < CRC_IMPL__COUNT; impl++) {
+				if (crc32_ieee_with(impl, 0, at[side], len, &v) == 0 && v != ref_i)
+					bad++;
+				if (crc32c_with(impl, 0, at[side], len, &v) == 0 && v != ref_c)
+					bad++;
+			}
+		}
+	}
+	CHECK_EQ(bad, 0);
+	munmap(map, 3 * page);
+}
+
 /* ---- algebra ---- */
 
 /* Independent reference for the product (reflected: bit 31 = x^0): schoolbook, reducing
@@ -361,6 +430,8 @@ int main(void)
 	test_paths_agree();
 	test_incremental();
 	test_incremental_impls();
+	test_short_splits();
+	test_no_overread();
 	test_algebra();
 	test_impl_api();
 	return check_exit();
