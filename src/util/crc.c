@@ -30,6 +30,9 @@
 #define POLY_C	  0x82F63B78u /* 0x1EDC6F41 reflected */
 
 typedef uint32_t (*raw_fn)(uint32_t state, const uint8_t *p, size_t n);
+/* Two buffers, one after the other (crc32_ieee_raw2). */
+typedef uint32_t (*raw2_fn)(uint32_t state, const uint8_t *a, size_t na, const uint8_t *b,
+			    size_t nb);
 
 /* Tables are built once by init() under pthread_once; after that they are read-only. */
 static uint32_t tab_ieee[8][256];
@@ -102,6 +105,17 @@ static uint32_t ieee_bytewise(uint32_t s, const uint8_t *p, size_t n)
 static uint32_t ieee_slice8(uint32_t s, const uint8_t *p, size_t n)
 {
 	return slice8(tab_ieee, s, p, n);
+}
+
+/* The table paths gain nothing from seeing both buffers at once. */
+static uint32_t ieee2_bytewise(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	return ieee_bytewise(ieee_bytewise(s, a, na), b, nb);
+}
+
+static uint32_t ieee2_slice8(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	return ieee_slice8(ieee_slice8(s, a, na), b, nb);
 }
 
 static uint32_t c_bytewise(uint32_t s, const uint8_t *p, size_t n)
@@ -303,8 +317,8 @@ static const uint8_t shuf_tab[48] = {
 
 /* The end of both folding paths: x holds everything consumed so far (the initial register
  * folded in), and at least 16 bytes of the buffer lie before p. Folds in the remaining 16-byte
- * blocks of p, then the last n % 16 bytes, then reduces. */
-PCL_TARGET static uint32_t fold_finish(__m128i x, const uint8_t *p, size_t n)
+ * blocks of p, then the last n % 16 bytes; returns the accumulator, not yet reduced. */
+PCL_TARGET static __m128i fold_rest(__m128i x, const uint8_t *p, size_t n)
 {
 	const __m128i k = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
 
@@ -326,21 +340,19 @@ PCL_TARGET static uint32_t fold_finish(__m128i x, const uint8_t *p, size_t n)
 
 		x = _mm_xor_si128(fold(a, k), bt);
 	}
-	return reduce128(x);
+	return x;
 }
 
-PCL_TARGET static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p, size_t n)
+/* The accumulator of n >= 16 bytes, with `in` XORed into the first 16 of them: the register
+ * (which XORs into the next four message bytes: raw CRC is linear), or the accumulator of a
+ * buffer before this one (see carry()). */
+PCL_TARGET static __m128i fold_pclmul(__m128i in, const uint8_t *p, size_t n)
 {
-	/* Under one block: no safe 16-byte load, so the tables. */
-	if (n < 16)
-		return slice8(tab_ieee, s, p, n);
-
-	/* The register XORs into the next four message bytes (raw CRC is linear). */
-	__m128i x0 = _mm_xor_si128(load128(p), _mm_cvtsi32_si128((int)s));
+	__m128i x0 = _mm_xor_si128(load128(p), in);
 
 	/* Short buffers: one accumulator. */
 	if (n < 64)
-		return fold_finish(x0, p + 16, n - 16);
+		return fold_rest(x0, p + 16, n - 16);
 
 	const __m128i k4 = _mm_set_epi64x((long long)k512[1], (long long)k512[0]);
 	const __m128i k1 = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
@@ -363,7 +375,31 @@ PCL_TARGET static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p, size_t n)
 	__m128i x = _mm_xor_si128(fold(x0, k1), x1);
 	x = _mm_xor_si128(fold(x, k1), x2);
 	x = _mm_xor_si128(fold(x, k1), x3);
-	return fold_finish(x, p, n);
+	return fold_rest(x, p, n);
+}
+
+/* The accumulator X of one buffer, made the `in` of the next: X followed by a buffer B of n
+ * bytes is X*x^(8n) + B, and X*x^128 placed on B's first 16 bytes is exactly X*x^(8n). */
+PCL_TARGET static inline __m128i carry(__m128i x)
+{
+	return fold(x, _mm_set_epi64x((long long)k128[1], (long long)k128[0]));
+}
+
+PCL_TARGET static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p, size_t n)
+{
+	/* Under one block: no safe 16-byte load, so the tables. */
+	if (n < 16)
+		return slice8(tab_ieee, s, p, n);
+	return reduce128(fold_pclmul(_mm_cvtsi32_si128((int)s), p, n));
+}
+
+/* Two buffers, one reduction: the second continues from the first's accumulator. */
+PCL_TARGET static uint32_t ieee2_pclmul(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b,
+					size_t nb)
+{
+	if (na < 16 || nb < 16)
+		return ieee_pclmul(ieee_pclmul(s, a, na), b, nb);
+	return reduce128(fold_pclmul(carry(fold_pclmul(_mm_cvtsi32_si128((int)s), a, na)), b, nb));
 }
 
 /* The same folding on 256-bit registers: each of the two 128-bit lanes folds as fold() does,
@@ -384,19 +420,16 @@ VPCL_TARGET static inline __m256i load256(const uint8_t *p)
 	return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
+/* The accumulator of n >= 128 bytes, `in` XORed into the first 16 (as fold_pclmul). */
+VPCL_TARGET static __m128i fold_vpclmul(__m128i in, const uint8_t *p, size_t n)
 {
-	/* Below four registers' worth, the 128-bit path. */
-	if (n < 128)
-		return ieee_pclmul(s, p, n);
-
 	const __m256i k4 = _mm256_set_epi64x((long long)k1024[1], (long long)k1024[0],
 					     (long long)k1024[1], (long long)k1024[0]);
 	const __m256i k1 = _mm256_set_epi64x((long long)k256[1], (long long)k256[0],
 					     (long long)k256[1], (long long)k256[0]);
 	__m256i y0 = load256(p), y1 = load256(p + 32), y2 = load256(p + 64), y3 = load256(p + 96);
 
-	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)s)));
+	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(in));
 	p += 128;
 	n -= 128;
 	while (n >= 128) {
@@ -422,9 +455,26 @@ VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
 	__m128i x =
 	    _mm_xor_si128(fold(_mm256_castsi256_si128(y), k), _mm256_extracti128_si256(y, 1));
 	/* Done with the upper halves: clear them before legacy SSE code runs again (GCC 12 left
-	 * this out before the tail call to fold_finish). */
+	 * this out before a tail call into the 128-bit code). */
 	_mm256_zeroupper();
-	return fold_finish(x, p, n);
+	return fold_rest(x, p, n);
+}
+
+VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
+{
+	/* Below four registers' worth, the 128-bit path. */
+	if (n < 128)
+		return ieee_pclmul(s, p, n);
+	return reduce128(fold_vpclmul(_mm_cvtsi32_si128((int)s), p, n));
+}
+
+/* The first buffer is a header (tens of bytes): 128-bit folding; the second as its size says. */
+VPCL_TARGET static uint32_t ieee2_vpclmul(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b,
+					  size_t nb)
+{
+	if (na < 16 || nb < 128)
+		return ieee2_pclmul(s, a, na, b, nb);
+	return reduce128(fold_vpclmul(carry(fold_pclmul(_mm_cvtsi32_si128((int)s), a, na)), b, nb));
 }
 
 PCL_TARGET static uint32_t mulmod_pclmul(uint32_t a, uint32_t b)
@@ -515,10 +565,12 @@ static bool os_saves_ymm(void)
 /* ---- dispatch ---- */
 
 static uint32_t ieee_first(uint32_t s, const uint8_t *p, size_t n);
+static uint32_t ieee2_first(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb);
 static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n);
 /* Start at a resolver that initialises and then calls the chosen implementation; init()
  * replaces these with release stores after the tables are built. */
 static _Atomic(raw_fn) ieee_fn = ieee_first;
+static _Atomic(raw2_fn) ieee2_fn = ieee2_first;
 static _Atomic(raw_fn) c_fn = c_first;
 
 static void build_table(uint32_t t[8][256], uint32_t poly)
@@ -538,6 +590,7 @@ static void build_table(uint32_t t[8][256], uint32_t poly)
 static void init(void)
 {
 	raw_fn fi = ieee_slice8, fc = c_slice8;
+	raw2_fn fi2 = ieee2_slice8;
 
 	build_table(tab_ieee, POLY_IEEE);
 	build_table(tab_c, POLY_C);
@@ -578,16 +631,20 @@ static void init(void)
 		      __builtin_cpu_supports("vpclmulqdq") && os_saves_ymm();
 	if (cpu_pclmul) {
 		fi = ieee_pclmul;
+		fi2 = ieee2_pclmul;
 		mulmod_auto = mulmod_pclmul;
 	}
-	if (cpu_vpclmul)
+	if (cpu_vpclmul) {
 		fi = ieee_vpclmul;
+		fi2 = ieee2_vpclmul;
+	}
 	if (cpu_sse42)
 		fc = c_sse42;
 	if (cpu_sse42 && cpu_pclmul)
 		fc = c_sse42_3way;
 #endif
 	atomic_store_explicit(&ieee_fn, fi, memory_order_release);
+	atomic_store_explicit(&ieee2_fn, fi2, memory_order_release);
 	atomic_store_explicit(&c_fn, fc, memory_order_release);
 	atomic_store_explicit(&init_done, true, memory_order_release);
 }
@@ -596,6 +653,12 @@ static uint32_t ieee_first(uint32_t s, const uint8_t *p, size_t n)
 {
 	pthread_once(&init_once, init);
 	return atomic_load_explicit(&ieee_fn, memory_order_acquire)(s, p, n);
+}
+
+static uint32_t ieee2_first(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	pthread_once(&init_once, init);
+	return atomic_load_explicit(&ieee2_fn, memory_order_acquire)(s, a, na, b, nb);
 }
 
 static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n)
@@ -607,6 +670,11 @@ static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n)
 uint32_t crc32_ieee_raw(uint32_t state, const void *buf, size_t len)
 {
 	return atomic_load_explicit(&ieee_fn, memory_order_acquire)(state, buf, len);
+}
+
+uint32_t crc32_ieee_raw2(uint32_t state, const void *a, size_t na, const void *b, size_t nb)
+{
+	return atomic_load_explicit(&ieee2_fn, memory_order_acquire)(state, a, na, b, nb);
 }
 
 uint32_t crc32_ieee(uint32_t crc, const void *buf, size_t len)
@@ -659,6 +727,43 @@ int crc32_ieee_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t le
 	if (!f)
 		return -ENOTSUP;
 	*out = ~f(~crc, buf, len);
+	return 0;
+}
+
+int crc32_ieee2_with(enum crc_impl impl, uint32_t crc, const void *a, size_t na, const void *b,
+		     size_t nb, uint32_t *out)
+{
+	raw2_fn f = NULL;
+
+	ensure_init();
+	switch (impl) {
+	case CRC_IMPL_AUTO:
+		f = atomic_load_explicit(&ieee2_fn, memory_order_acquire);
+		break;
+	case CRC_IMPL_BYTEWISE:
+		f = ieee2_bytewise;
+		break;
+	case CRC_IMPL_SLICE8:
+		f = ieee2_slice8;
+		break;
+	case CRC_IMPL_HW:
+#if CRC_X86
+		if (cpu_pclmul)
+			f = ieee2_pclmul;
+#endif
+		break;
+	case CRC_IMPL_WIDE:
+#if CRC_X86
+		if (cpu_vpclmul)
+			f = ieee2_vpclmul;
+#endif
+		break;
+	default:
+		break;
+	}
+	if (!f)
+		return -ENOTSUP;
+	*out = ~f(~crc, a, na, b, nb);
 	return 0;
 }
 
