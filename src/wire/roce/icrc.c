@@ -4,7 +4,8 @@
  * The ICRC is CRC-32 over: 8 bytes 0xFF, the IP header with its variant fields set to ones,
  * the UDP header with checksum 0xFFFF, the BTH with byte 4 set to 0xFF, then the rest of the
  * packet up to the ICRC. The masked pseudo-header is assembled in a small stack buffer and the
- * CRC then continues over the caller's packet in place: the payload is never copied. */
+ * CRC then continues over the caller's packet in place (crc32_ieee_raw2: one pass over both):
+ * the payload is never copied, except the few bytes after the BTH of a short packet. */
 #include "wire/roce/roce.h"
 
 #include <errno.h>
@@ -107,7 +108,7 @@ static uint32_t icrc_state(const struct roce_envelope *env, const uint8_t *pkt, 
 		memcpy(hdr + n, pkt + n_bth, rest);
 		return crc32_ieee_raw(ICRC_SEED, hdr, n + rest);
 	}
-	return crc32_ieee_raw(crc32_ieee_raw(ICRC_SEED, hdr, n), pkt + n_bth, rest);
+	return crc32_ieee_raw2(ICRC_SEED, hdr, n, pkt + n_bth, rest);
 }
 
 uint32_t roce_icrc(const struct roce_envelope *env, const uint8_t *pkt, size_t len)
@@ -123,7 +124,6 @@ static uint32_t icrc_from_headers(const uint8_t *l3, size_t frame_len, size_t ih
 	uint8_t hdr[PSEUDO_MAX];
 	uint8_t *w = hdr;
 	size_t done;
-	uint32_t s;
 
 	/* Variant fields to ones (spec 6.2). */
 	memcpy(w, l3, ihl);
@@ -147,9 +147,8 @@ static uint32_t icrc_from_headers(const uint8_t *l3, size_t frame_len, size_t ih
 	w = put_bth(w, l3 + done, ROCE_BTH_LEN);
 	done += ROCE_BTH_LEN;
 
-	s = crc32_ieee_raw(ICRC_SEED, hdr, (size_t)(w - hdr));
-	s = crc32_ieee_raw(s, l3 + done, frame_len - ROCE_ICRC_LEN - done);
-	return ~s;
+	return ~crc32_ieee_raw2(ICRC_SEED, hdr, (size_t)(w - hdr), l3 + done,
+				frame_len - ROCE_ICRC_LEN - done);
 }
 
 int roce_icrc_frame(const uint8_t *ip, size_t frame_len, uint32_t *icrc_out)
