@@ -4,7 +4,9 @@
  * dependency chain (PCLMULQDQ folding on 128-bit registers for CRC-32, the SSE4.2 crc32
  * instruction for CRC-32C), and a wide form of those (VPCLMULQDQ folding on 256-bit registers;
  * three interleaved crc32 streams). Every path gives identical results (tests/unit/test_crc.c
- * checks that on random buffers).
+ * checks that on random buffers). The folding paths take every buffer of 16 bytes or more
+ * (RoCE headers and ACKs included) and end in carry-less products, not table lookups: only
+ * buffers under 16 bytes, and CPUs without PCLMULQDQ and SSE4.1, use the tables.
  *
  * Register convention ("raw"): reflected, no inversion; bit 31 holds the coefficient of x^0,
  * bit 0 that of x^31. Feeding one byte b into register s is

@@ -39,7 +39,7 @@ enum crc_impl {
 	CRC_IMPL_AUTO,	   /* what crc32_ieee / crc32c use on this CPU */
 	CRC_IMPL_BYTEWISE, /* one 256-entry table lookup per byte: the reference */
 	CRC_IMPL_SLICE8,   /* portable slicing-by-8 */
-	CRC_IMPL_HW,	   /* CRC-32: PCLMULQDQ folding; CRC-32C: SSE4.2 crc32 instruction */
+	CRC_IMPL_HW,	   /* CRC-32: PCLMULQDQ (and SSE4.1) folding; CRC-32C: SSE4.2 crc32 */
 	CRC_IMPL_WIDE,	   /* CRC-32: VPCLMULQDQ folding on 256-bit registers (AVX2);
 			    * CRC-32C: three interleaved crc32 streams joined with PCLMULQDQ */
 	CRC_IMPL__COUNT
