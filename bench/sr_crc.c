@@ -2,7 +2,7 @@
  * crc32c_with), on one core, in one run, so that old and new paths are compared under the
  * same load (absolute figures drift here; the ratios hold).
  *
- *   sr_crc [-r rounds] [-m ms_per_round] [size ...]     (default sizes 64 256 1024 4096 65536)
+ *   sr_crc [-r rounds] [-m ms_per_round] [size ...]  (default sizes 64 128 256 1024 4096 65536)
  *
  * For each CRC, size and available implementation: `rounds` (default 7) timed loops of about
  * `ms` (default 20) milliseconds over one warm buffer starting one byte past an aligned address
@@ -88,7 +88,7 @@ static void run(const char *name, with_fn f, const uint8_t *buf, size_t len, int
 
 int main(int argc, char **argv)
 {
-	static const size_t def_sizes[] = {64, 256, 1024, 4096, 65536};
+	static const size_t def_sizes[] = {64, 128, 256, 1024, 4096, 65536};
 	int rounds = 7, opt;
 	double round_ms = 20;
 

@@ -4,7 +4,9 @@
  * dependency chain (PCLMULQDQ folding on 128-bit registers for CRC-32, the SSE4.2 crc32
  * instruction for CRC-32C), and a wide form of those (VPCLMULQDQ folding on 256-bit registers;
  * three interleaved crc32 streams). Every path gives identical results (tests/unit/test_crc.c
- * checks that on random buffers).
+ * checks that on random buffers). The folding paths take every buffer of 16 bytes or more
+ * (RoCE headers and ACKs included) and end in carry-less products, not table lookups: only
+ * buffers under 16 bytes, and CPUs without PCLMULQDQ and SSE4.1, use the tables.
  *
  * Register convention ("raw"): reflected, no inversion; bit 31 holds the coefficient of x^0,
  * bit 0 that of x^31. Feeding one byte b into register s is
@@ -30,6 +32,9 @@
 #define POLY_C	  0x82F63B78u /* 0x1EDC6F41 reflected */
 
 typedef uint32_t (*raw_fn)(uint32_t state, const uint8_t *p, size_t n);
+/* Two buffers, one after the other (crc32_ieee_raw2). */
+typedef uint32_t (*raw2_fn)(uint32_t state, const uint8_t *a, size_t na, const uint8_t *b,
+			    size_t nb);
 
 /* Tables are built once by init() under pthread_once; after that they are read-only. */
 static uint32_t tab_ieee[8][256];
@@ -43,6 +48,8 @@ static bool cpu_vpclmul; /* AVX2 + VPCLMULQDQ, and the OS saves the 256-bit regi
 #if CRC_X86
 /* Folding constants for the PCLMULQDQ paths, {low lane, high lane}: see fold() below. */
 static uint64_t k128[2], k256[2], k512[2], k1024[2];
+/* The final reduction (reduce128): x^63 mod P, and Barrett's {mu, P}, as 64-bit lanes. */
+static uint64_t k_low, k_bar[2];
 /* Combining the three CRC-32C streams: x^(8 * C3_GRAIN * k) and x^(16 * C3_GRAIN * k) mod the
  * Castagnoli polynomial, for streams of C3_GRAIN * k bytes: see c_sse42_3way() below. */
 #define C3_GRAIN 16
@@ -100,6 +107,17 @@ static uint32_t ieee_bytewise(uint32_t s, const uint8_t *p, size_t n)
 static uint32_t ieee_slice8(uint32_t s, const uint8_t *p, size_t n)
 {
 	return slice8(tab_ieee, s, p, n);
+}
+
+/* The table paths gain nothing from seeing both buffers at once. */
+static uint32_t ieee2_bytewise(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	return ieee_bytewise(ieee_bytewise(s, a, na), b, nb);
+}
+
+static uint32_t ieee2_slice8(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	return ieee_slice8(ieee_slice8(s, a, na), b, nb);
 }
 
 static uint32_t c_bytewise(uint32_t s, const uint8_t *p, size_t n)
@@ -226,58 +244,132 @@ static void fold_consts(uint64_t k[2], unsigned d)
 	k[1] = (uint64_t)xpow(d - 1) << 32;
 }
 
-__attribute__((target("pclmul,sse2"))) static inline __m128i fold(__m128i x, __m128i k)
+/* Barrett's constants for reduce128, in lanes as fold_consts places its own: {mu, P}, each
+ * times x^31, where mu = x^64 div P. The division runs in the ordinary bit order (bit i holds
+ * x^i), then each 33-bit polynomial is reflected into bits 0..32 of its lane (x^i at 32 - i). */
+static void barrett_consts(uint64_t bar[2])
+{
+	const uint64_t p = 0x104C11DB7ull; /* x^32 + POLY_IEEE, ordinary order */
+	unsigned __int128 rem = (unsigned __int128)1 << 64;
+	uint64_t mu = 0;
+
+	for (int i = 64; i >= 32; i--) {
+		if ((rem >> i) & 1) {
+			rem ^= (unsigned __int128)p << (i - 32);
+			mu |= 1ull << (i - 32);
+		}
+	}
+	bar[0] = bar[1] = 0;
+	for (int i = 0; i <= 32; i++) {
+		bar[0] |= ((mu >> i) & 1) << (32 - i);
+		bar[1] |= ((p >> i) & 1) << (32 - i);
+	}
+}
+
+#define PCL_TARGET __attribute__((target("pclmul,sse4.1")))
+
+PCL_TARGET static inline __m128i fold(__m128i x, __m128i k)
 {
 	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
+PCL_TARGET static inline __m128i load128(const uint8_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+/* From the 128-bit accumulator X (congruent mod P to everything consumed) to the register,
+ * X * x^32 mod P, without tables. In the lane notation of fold() (bit b of a 64-bit lane holds
+ * x^(63-b); a carry-less product of two lanes is the 128-bit value of their product times x):
+ *  1. X = H*x^64 + L: H*x^64 == H * (x^63 mod P) * x, which has degree < 96 and lands on the
+ *     bits of L and the upper half of the low lane: 96 bits, still congruent to X.
+ *  2. The same step moves those upper 32 bits of the low lane into the high lane: 64 bits R.
+ *  3. R * x^32 = Rh*x^64 + Rl*x^32 == Rh * (x^63 mod P) * x + Rl*x^32: 64 bits Q.
+ *  4. Barrett: with mu = x^64 div P, q = (Qh * mu) div x^32 and Q mod P = Ql + (q*P mod x^32)
+ *     (Intel, "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ", 2009). mu and P
+ *     are 33-bit polynomials, kept times x^31 so that each product's useful part lands on a
+ *     lane or dword boundary. */
+PCL_TARGET static inline uint32_t reduce128(__m128i x)
+{
+	const __m128i k = _mm_cvtsi64_si128((long long)k_low);
+	const __m128i bar = _mm_set_epi64x((long long)k_bar[1], (long long)k_bar[0]);
+
+	/* 1: H into the rest; the low lane's lower half is left zero. */
+	x = _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
+			  _mm_unpackhi_epi64(_mm_setzero_si128(), x));
+	/* 2: R in the high lane. */
+	x = _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), x);
+	/* 3: Q in the high lane (Rh moved to the lane's upper half is Rh alone). */
+	x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_slli_epi64(x, 32), k, 0x01),
+			  _mm_srli_epi64(x, 32));
+	/* 4: q in the low lane's upper half; then Ql + q*P mod x^32 in dword 2. */
+	__m128i q = _mm_clmulepi64_si128(_mm_slli_epi64(x, 32), bar, 0x01);
+	__m128i r = _mm_xor_si128(_mm_clmulepi64_si128(q, bar, 0x10), _mm_srli_epi64(x, 32));
+	return (uint32_t)_mm_extract_epi32(r, 2);
+}
+
+/* pshufb masks for a byte shift by a variable count t (1..15): loaded at shuf_tab + t, a
+ * left shift by 16 - t (byte i moves to i + 16 - t); at shuf_tab + 16 + t, a right shift by t
+ * (byte i moves to i - t). 0x80 makes a byte zero. */
+static const uint8_t shuf_tab[48] = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0,	  1,	2,    3,    4,	  5,	6,    7,    8,	  9,	10,   11,   12,	  13,	14,   15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+
 /* The end of both folding paths: x holds everything consumed so far (the initial register
- * folded in); folds in the remaining 16-byte blocks of p, then the last n % 16 bytes. */
-__attribute__((target("pclmul,sse2"))) static uint32_t fold_finish(__m128i x, const uint8_t *p,
-								   size_t n)
+ * folded in), and at least 16 bytes of the buffer lie before p. Folds in the remaining 16-byte
+ * blocks of p, then the last n % 16 bytes; returns the accumulator, not yet reduced. */
+PCL_TARGET static __m128i fold_rest(__m128i x, const uint8_t *p, size_t n)
 {
 	const __m128i k = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
 
 	while (n >= 16) {
-		x = _mm_xor_si128(fold(x, k), _mm_loadu_si128((const __m128i *)(const void *)p));
+		x = _mm_xor_si128(fold(x, k), load128(p));
 		p += 16;
 		n -= 16;
 	}
-	/* x is congruent mod P to the message so far, so its raw CRC from a zero register is the
-	 * register for that prefix. */
-	uint8_t acc[16];
-	_mm_storeu_si128((__m128i *)(void *)acc, x);
-	uint32_t s = slice8(tab_ieee, 0, acc, sizeof(acc));
-	return slice8(tab_ieee, s, p, n);
+	if (n) {
+		/* X followed by the t = n tail bytes T is X*x^(8t) + T. Split X into its first t
+		 * bytes A and the rest B: X*x^(8t) = A*x^128 + B*x^(8t). B*x^(8t) + T is one block:
+		 * B moved down by t bytes, T after it, and T is where it sits in the last 16 bytes
+		 * of the buffer (already consumed bytes before it, so no read outside). A*x^128 is
+		 * one fold. */
+		const __m128i right = load128(shuf_tab + 16 + n);
+		__m128i a = _mm_shuffle_epi8(x, load128(shuf_tab + n));
+		__m128i bt =
+		    _mm_blendv_epi8(_mm_shuffle_epi8(x, right), load128(p + n - 16), right);
+
+		x = _mm_xor_si128(fold(a, k), bt);
+	}
+	return x;
 }
 
-__attribute__((target("pclmul,sse2"))) static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p,
-								   size_t n)
+/* The accumulator of n >= 16 bytes, with `in` XORed into the first 16 of them: the register
+ * (which XORs into the next four message bytes: raw CRC is linear), or the accumulator of a
+ * buffer before this one (see carry()). */
+PCL_TARGET static __m128i fold_pclmul(__m128i in, const uint8_t *p, size_t n)
 {
-	/* Short buffers: the folding set-up and the final reduction cost more than they save. */
+	__m128i x0 = _mm_xor_si128(load128(p), in);
+
+	/* Short buffers: one accumulator. */
 	if (n < 64)
-		return slice8(tab_ieee, s, p, n);
+		return fold_rest(x0, p + 16, n - 16);
 
 	const __m128i k4 = _mm_set_epi64x((long long)k512[1], (long long)k512[0]);
 	const __m128i k1 = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
-	__m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-	__m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
-	__m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
+	__m128i x1 = load128(p + 16);
+	__m128i x2 = load128(p + 32);
+	__m128i x3 = load128(p + 48);
 
-	/* The register XORs into the next four message bytes (raw CRC is linear). */
-	x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)s));
 	p += 64;
 	n -= 64;
 	/* Four independent accumulators hide the multiplier latency. */
 	while (n >= 64) {
-		x0 = _mm_xor_si128(fold(x0, k4), _mm_loadu_si128((const __m128i *)(const void *)p));
-		x1 = _mm_xor_si128(fold(x1, k4),
-				   _mm_loadu_si128((const __m128i *)(const void *)(p + 16)));
-		x2 = _mm_xor_si128(fold(x2, k4),
-				   _mm_loadu_si128((const __m128i *)(const void *)(p + 32)));
-		x3 = _mm_xor_si128(fold(x3, k4),
-				   _mm_loadu_si128((const __m128i *)(const void *)(p + 48)));
+		x0 = _mm_xor_si128(fold(x0, k4), load128(p));
+		x1 = _mm_xor_si128(fold(x1, k4), load128(p + 16));
+		x2 = _mm_xor_si128(fold(x2, k4), load128(p + 32));
+		x3 = _mm_xor_si128(fold(x3, k4), load128(p + 48));
 		p += 64;
 		n -= 64;
 	}
@@ -285,7 +377,31 @@ __attribute__((target("pclmul,sse2"))) static uint32_t ieee_pclmul(uint32_t s, c
 	__m128i x = _mm_xor_si128(fold(x0, k1), x1);
 	x = _mm_xor_si128(fold(x, k1), x2);
 	x = _mm_xor_si128(fold(x, k1), x3);
-	return fold_finish(x, p, n);
+	return fold_rest(x, p, n);
+}
+
+/* The accumulator X of one buffer, made the `in` of the next: X followed by a buffer B of n
+ * bytes is X*x^(8n) + B, and X*x^128 placed on B's first 16 bytes is exactly X*x^(8n). */
+PCL_TARGET static inline __m128i carry(__m128i x)
+{
+	return fold(x, _mm_set_epi64x((long long)k128[1], (long long)k128[0]));
+}
+
+PCL_TARGET static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p, size_t n)
+{
+	/* Under one block: no safe 16-byte load, so the tables. */
+	if (n < 16)
+		return slice8(tab_ieee, s, p, n);
+	return reduce128(fold_pclmul(_mm_cvtsi32_si128((int)s), p, n));
+}
+
+/* Two buffers, one reduction: the second continues from the first's accumulator. */
+PCL_TARGET static uint32_t ieee2_pclmul(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b,
+					size_t nb)
+{
+	if (na < 16 || nb < 16)
+		return ieee_pclmul(ieee_pclmul(s, a, na), b, nb);
+	return reduce128(fold_pclmul(carry(fold_pclmul(_mm_cvtsi32_si128((int)s), a, na)), b, nb));
 }
 
 /* The same folding on 256-bit registers: each of the two 128-bit lanes folds as fold() does,
@@ -293,7 +409,7 @@ __attribute__((target("pclmul,sse2"))) static uint32_t ieee_pclmul(uint32_t s, c
  * On this project's machines (AMD Zen, no AVX-512) a VPCLMULQDQ on a 256-bit register issues
  * as fast as a PCLMULQDQ on a 128-bit one: twice the bytes per second from 512 bytes on
  * (bench/README.md); eight accumulators measured slower. */
-#define VPCL_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse2")))
+#define VPCL_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.1")))
 
 VPCL_TARGET static inline __m256i fold256(__m256i y, __m256i k)
 {
@@ -306,19 +422,16 @@ VPCL_TARGET static inline __m256i load256(const uint8_t *p)
 	return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
+/* The accumulator of n >= 128 bytes, `in` XORed into the first 16 (as fold_pclmul). */
+VPCL_TARGET static __m128i fold_vpclmul(__m128i in, const uint8_t *p, size_t n)
 {
-	/* Below four registers' worth, the 128-bit path (which hands short buffers on again). */
-	if (n < 128)
-		return ieee_pclmul(s, p, n);
-
 	const __m256i k4 = _mm256_set_epi64x((long long)k1024[1], (long long)k1024[0],
 					     (long long)k1024[1], (long long)k1024[0]);
 	const __m256i k1 = _mm256_set_epi64x((long long)k256[1], (long long)k256[0],
 					     (long long)k256[1], (long long)k256[0]);
 	__m256i y0 = load256(p), y1 = load256(p + 32), y2 = load256(p + 64), y3 = load256(p + 96);
 
-	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)s)));
+	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(in));
 	p += 128;
 	n -= 128;
 	while (n >= 128) {
@@ -344,12 +457,29 @@ VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
 	__m128i x =
 	    _mm_xor_si128(fold(_mm256_castsi256_si128(y), k), _mm256_extracti128_si256(y, 1));
 	/* Done with the upper halves: clear them before legacy SSE code runs again (GCC 12 left
-	 * this out before the tail call to fold_finish). */
+	 * this out before a tail call into the 128-bit code). */
 	_mm256_zeroupper();
-	return fold_finish(x, p, n);
+	return fold_rest(x, p, n);
 }
 
-__attribute__((target("pclmul,sse2"))) static uint32_t mulmod_pclmul(uint32_t a, uint32_t b)
+VPCL_TARGET static uint32_t ieee_vpclmul(uint32_t s, const uint8_t *p, size_t n)
+{
+	/* Below four registers' worth, the 128-bit path. */
+	if (n < 128)
+		return ieee_pclmul(s, p, n);
+	return reduce128(fold_vpclmul(_mm_cvtsi32_si128((int)s), p, n));
+}
+
+/* The first buffer is a header (tens of bytes): 128-bit folding; the second as its size says. */
+VPCL_TARGET static uint32_t ieee2_vpclmul(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b,
+					  size_t nb)
+{
+	if (na < 16 || nb < 128)
+		return ieee2_pclmul(s, a, na, b, nb);
+	return reduce128(fold_vpclmul(carry(fold_pclmul(_mm_cvtsi32_si128((int)s), a, na)), b, nb));
+}
+
+PCL_TARGET static uint32_t mulmod_pclmul(uint32_t a, uint32_t b)
 {
 	__m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
 
@@ -437,10 +567,12 @@ static bool os_saves_ymm(void)
 /* ---- dispatch ---- */
 
 static uint32_t ieee_first(uint32_t s, const uint8_t *p, size_t n);
+static uint32_t ieee2_first(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb);
 static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n);
 /* Start at a resolver that initialises and then calls the chosen implementation; init()
  * replaces these with release stores after the tables are built. */
 static _Atomic(raw_fn) ieee_fn = ieee_first;
+static _Atomic(raw2_fn) ieee2_fn = ieee2_first;
 static _Atomic(raw_fn) c_fn = c_first;
 
 static void build_table(uint32_t t[8][256], uint32_t poly)
@@ -460,6 +592,7 @@ static void build_table(uint32_t t[8][256], uint32_t poly)
 static void init(void)
 {
 	raw_fn fi = ieee_slice8, fc = c_slice8;
+	raw2_fn fi2 = ieee2_slice8;
 
 	build_table(tab_ieee, POLY_IEEE);
 	build_table(tab_c, POLY_C);
@@ -479,6 +612,8 @@ static void init(void)
 	fold_consts(k256, 256);
 	fold_consts(k512, 512);
 	fold_consts(k1024, 1024);
+	k_low = (uint64_t)xpow(63) << 32;
+	barrett_consts(k_bar);
 	/* x^(8 * C3_GRAIN), its powers, and their squares, mod the Castagnoli polynomial. */
 	uint32_t grain = 0x80000000u;
 	for (int i = 0; i < 8 * C3_GRAIN; i++)
@@ -492,22 +627,26 @@ static void init(void)
 	/* Valgrind (3.19) runs neither AVX-512 nor VPCLMULQDQ and hides them from CPUID, so
 	 * under it this picks the 128-bit path. */
 	__builtin_cpu_init();
-	cpu_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+	cpu_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 	cpu_sse42 = __builtin_cpu_supports("sse4.2");
 	cpu_vpclmul = cpu_pclmul && __builtin_cpu_supports("avx2") &&
 		      __builtin_cpu_supports("vpclmulqdq") && os_saves_ymm();
 	if (cpu_pclmul) {
 		fi = ieee_pclmul;
+		fi2 = ieee2_pclmul;
 		mulmod_auto = mulmod_pclmul;
 	}
-	if (cpu_vpclmul)
+	if (cpu_vpclmul) {
 		fi = ieee_vpclmul;
+		fi2 = ieee2_vpclmul;
+	}
 	if (cpu_sse42)
 		fc = c_sse42;
 	if (cpu_sse42 && cpu_pclmul)
 		fc = c_sse42_3way;
 #endif
 	atomic_store_explicit(&ieee_fn, fi, memory_order_release);
+	atomic_store_explicit(&ieee2_fn, fi2, memory_order_release);
 	atomic_store_explicit(&c_fn, fc, memory_order_release);
 	atomic_store_explicit(&init_done, true, memory_order_release);
 }
@@ -516,6 +655,12 @@ static uint32_t ieee_first(uint32_t s, const uint8_t *p, size_t n)
 {
 	pthread_once(&init_once, init);
 	return atomic_load_explicit(&ieee_fn, memory_order_acquire)(s, p, n);
+}
+
+static uint32_t ieee2_first(uint32_t s, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+	pthread_once(&init_once, init);
+	return atomic_load_explicit(&ieee2_fn, memory_order_acquire)(s, a, na, b, nb);
 }
 
 static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n)
@@ -527,6 +672,11 @@ static uint32_t c_first(uint32_t s, const uint8_t *p, size_t n)
 uint32_t crc32_ieee_raw(uint32_t state, const void *buf, size_t len)
 {
 	return atomic_load_explicit(&ieee_fn, memory_order_acquire)(state, buf, len);
+}
+
+uint32_t crc32_ieee_raw2(uint32_t state, const void *a, size_t na, const void *b, size_t nb)
+{
+	return atomic_load_explicit(&ieee2_fn, memory_order_acquire)(state, a, na, b, nb);
 }
 
 uint32_t crc32_ieee(uint32_t crc, const void *buf, size_t len)
@@ -579,6 +729,43 @@ int crc32_ieee_with(enum crc_impl impl, uint32_t crc, const void *buf, size_t le
 	if (!f)
 		return -ENOTSUP;
 	*out = ~f(~crc, buf, len);
+	return 0;
+}
+
+int crc32_ieee2_with(enum crc_impl impl, uint32_t crc, const void *a, size_t na, const void *b,
+		     size_t nb, uint32_t *out)
+{
+	raw2_fn f = NULL;
+
+	ensure_init();
+	switch (impl) {
+	case CRC_IMPL_AUTO:
+		f = atomic_load_explicit(&ieee2_fn, memory_order_acquire);
+		break;
+	case CRC_IMPL_BYTEWISE:
+		f = ieee2_bytewise;
+		break;
+	case CRC_IMPL_SLICE8:
+		f = ieee2_slice8;
+		break;
+	case CRC_IMPL_HW:
+#if CRC_X86
+		if (cpu_pclmul)
+			f = ieee2_pclmul;
+#endif
+		break;
+	case CRC_IMPL_WIDE:
+#if CRC_X86
+		if (cpu_vpclmul)
+			f = ieee2_vpclmul;
+#endif
+		break;
+	default:
+		break;
+	}
+	if (!f)
+		return -ENOTSUP;
+	*out = ~f(~crc, a, na, b, nb);
 	return 0;
 }
 

@@ -2,12 +2,15 @@
  * slicing-by-8, CPU instructions on one chain and wide) on random buffers of every length
  * 0..300 at every alignment 0..15, every length to 2100, the sizes around each path's block
  * boundaries up to 64 KiB at odd alignments, always from a random starting CRC; incremental
- * use through every implementation; thread-safe first use; and the GF(2) algebra
- * (crc32_ieee_shift, crc32_ieee_mulmod) the ICRC solver relies on. */
+ * use through every implementation, cut anywhere in short buffers; two buffers fed as one
+ * (crc32_ieee_raw2); no read outside the buffer (guard pages on both sides); thread-safe first
+ * use; and the GF(2) algebra (crc32_ieee_shift, crc32_ieee_mulmod) the ICRC solver relies on. */
 #include "check.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "util/crc.h"
 
@@ -242,6 +245,126 @@ static void test_incremental_impls(void)
 	CHECK_EQ(crc32_ieee_raw(s, buf + 40, 4096), crc32_ieee_raw(0xFFFFFFFFu, buf, 4136));
 }
 
+/* Short buffers cut at every point, through every implementation: the short paths (one
+ * 16-byte block, the tail folded in by a shifted load of the buffer's last 16 bytes) and the
+ * final reduction, entered from every register state the first part leaves. */
+static void test_short_splits(void)
+{
+	uint8_t buf[160];
+	int bad = 0, cases = 0;
+
+	for (size_t len = 0; len <= sizeof(buf); len++) {
+		fill(buf, len);
+		for (int impl = 0; impl < CRC_IMPL__COUNT; impl++) {
+			uint32_t init = (uint32_t)rnd(), whole, ref, v;
+
+			if (crc32_ieee_with(impl, init, buf, len, &whole) != 0)
+				continue;
+			crc32_ieee_with(CRC_IMPL_BYTEWISE, init, buf, len, &ref);
+			if (whole != ref)
+				bad++;
+			for (size_t cut = 0; cut <= len; cut++) {
+				crc32_ieee_with(impl, init, buf, cut, &v);
+				crc32_ieee_with(impl, v, buf + cut, len - cut, &v);
+				if (v != ref)
+					bad++;
+				cases++;
+			}
+		}
+	}
+	fprintf(stderr, "short splits: %d cases, %d mismatches\n", cases, bad);
+	CHECK_EQ(bad, 0);
+}
+
+/* Two buffers as one (crc32_ieee_raw2, the ICRC's pseudo-header then packet): every first
+ * length to 80 against second lengths across each path's boundaries, at odd alignments,
+ * through every implementation, against the bytewise CRC of the two copied into one. */
+static void test_two_buffers(void)
+{
+	static uint8_t a[96], b[16 + 70000], whole[96 + 70000];
+	static const size_t nbs[] = {0,	  1,   4,   15,	 16,   17,   31,   32,	  33,	    63,
+				     64,  65,  100, 127, 128,  129,  143,  159,	  160,	    200,
+				     255, 256, 257, 300, 4096, 4099, 4108, 65535, 65536 + 7};
+	int bad = 0, cases = 0;
+
+	for (size_t na = 0; na <= 80; na++) {
+		for (size_t i = 0; i < sizeof(nbs) / sizeof(nbs[0]); i++) {
+			size_t nb = nbs[i], al = (size_t)(rnd() % 16);
+			uint32_t init = (uint32_t)rnd(), ref, v;
+
+			if (nb > 300 && na % 8 != 3)
+				continue; /* the long ones at a few first lengths */
+			fill(a, na);
+			fill(b + al, nb);
+			memcpy(whole, a, na);
+			memcpy(whole + na, b + al, nb);
+			crc32_ieee_with(CRC_IMPL_BYTEWISE, init, whole, na + nb, &ref);
+			for (int impl = 0; impl < CRC_IMPL__COUNT; impl++) {
+				if (crc32_ieee2_with(impl, init, a, na, b + al, nb, &v) == 0 &&
+				    v != ref)
+					bad++;
+			}
+			if (crc32_ieee_raw2(~init, a, na, b + al, nb) != ~ref)
+				bad++;
+			cases++;
+		}
+	}
+	fprintf(stderr, "two buffers: %d cases, %d mismatches\n", cases, bad);
+	CHECK_EQ(bad, 0);
+	uint32_t v = 3;
+	CHECK_EQ(crc32_ieee2_with(CRC_IMPL__COUNT, 0, a, 1, b, 1, &v), -ENOTSUP);
+	CHECK_EQ(v, 3);
+}
+
+/* Every implementation reads only the buffer it is given: buffers of every length to 300
+ * placed flush against an inaccessible page on either side (a stray read faults). */
+static void test_no_overread(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t page = pg > 0 ? (size_t)pg : 4096;
+	uint8_t *map =
+	    mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int bad = 0;
+
+	REQUIRE(map != MAP_FAILED);
+	REQUIRE(mprotect(map, page, PROT_NONE) == 0);
+	REQUIRE(mprotect(map + 2 * page, page, PROT_NONE) == 0);
+	uint8_t *mid = map + page;
+	fill(mid, page);
+	for (size_t len = 0; len <= 300; len++) {
+		const uint8_t *at[2] = {mid, mid + page - len}; /* flush left, flush right */
+
+		for (int side = 0; side < 2; side++) {
+			uint32_t ref_i, ref_c, v;
+
+			crc32_ieee_with(CRC_IMPL_BYTEWISE, 0, at[side], len, &ref_i);
+			crc32c_with(CRC_IMPL_BYTEWISE, 0, at[side], len, &ref_c);
+			for (int impl = 0; impl < CRC_IMPL__COUNT; impl++) {
+				if (crc32_ieee_with(impl, 0, at[side], len, &v) == 0 && v != ref_i)
+					bad++;
+
+				if (crc32c_with(impl, 0, at[side], len, &v) == 0 && v != ref_c)
+					bad++;
+			}
+		}
+	}
+	/* Two buffers (crc32_ieee_raw2): the first flush left, the second flush right. */
+	for (size_t len = 0; len <= 300; len++) {
+		static uint8_t cat[600];
+		uint32_t ref, v;
+
+		memcpy(cat, mid, len);
+		memcpy(cat + len, mid + page - len, len);
+		crc32_ieee_with(CRC_IMPL_BYTEWISE, 0, cat, 2 * len, &ref);
+		for (int impl = 0; impl < CRC_IMPL__COUNT; impl++)
+			if (crc32_ieee2_with(impl, 0, mid, len, mid + page - len, len, &v) == 0 &&
+			    v != ref)
+				bad++;
+	}
+	CHECK_EQ(bad, 0);
+	munmap(map, 3 * page);
+}
+
 /* ---- algebra ---- */
 
 /* Independent reference for the product (reflected: bit 31 = x^0): schoolbook, reducing
@@ -361,6 +484,9 @@ int main(void)
 	test_paths_agree();
 	test_incremental();
 	test_incremental_impls();
+	test_short_splits();
+	test_two_buffers();
+	test_no_overread();
 	test_algebra();
 	test_impl_api();
 	return check_exit();

@@ -1,7 +1,8 @@
 /* RoCE ICRC (spec section 6) against the reference vectors and every captured rxe packet, the
  * IPv4-identification solver of roce_icrc_check (every ID value, every single-bit flip, a
- * brute-force cross-check), masking invariance, and the small helpers next to it: UDP source
- * port (spec 1.3), RNR timer table (5.3), ACK timeout (5.5). */
+ * brute-force cross-check), masking invariance, every packet length against an ICRC assembled
+ * whole by the test, and the small helpers next to it: UDP source port (spec 1.3), RNR timer
+ * table (5.3), ACK timeout (5.5). */
 #include "check.h"
 #include "pcap.h"
 
@@ -495,6 +496,127 @@ static void test_masking(void)
 	CHECK_EQ(roce_icrc_grh(frame, 64, &v), -EINVAL);
 }
 
+/* ---- every packet length against a reference built here ---- */
+
+/* The ICRC as spec 6 words it, assembled whole in one buffer by this test and fed to the
+ * bytewise CRC: 8 bytes 0xFF, IP and UDP headers with the variant fields set to ones, BTH with
+ * byte 4 set to ones, the rest of the packet. Independent of icrc.c's pseudo-header code. */
+static size_t put_be(uint8_t *m, size_t w, uint32_t v, int nbytes)
+{
+	while (nbytes--)
+		m[w++] = (uint8_t)(v >> (8 * nbytes));
+	return w;
+}
+
+static uint32_t ref_icrc(const struct roce_envelope *env, const uint8_t *pkt, size_t len)
+{
+	static uint8_t m[8 + 40 + 8 + 70000];
+	uint32_t tlen = (uint32_t)len + 4, crc;
+	size_t w;
+
+	memset(m, 0xFF, 8);
+	w = 8;
+	if (env->ipv6) {
+		w = put_be(m, w, 0x6FFFFFFF, 4); /* version; traffic class, flow label: ones */
+		w = put_be(m, w, 8 + tlen, 2);
+		w = put_be(m, w, 17 << 8 | 0xFF, 2); /* next header UDP; hop limit: ones */
+		memcpy(m + w, env->src, 16);
+		memcpy(m + w + 16, env->dst, 16);
+		w += 32;
+	} else {
+		w = put_be(m, w, 0x45FF, 2); /* version, IHL; TOS: ones */
+		w = put_be(m, w, 28 + tlen, 2);
+		w = put_be(m, w, env->ip_id, 2);
+		w = put_be(m, w, env->df ? 0x4000 : 0, 2);
+		w = put_be(m, w, 0xFF11FFFF, 4); /* TTL: ones; protocol UDP; checksum: ones */
+		memcpy(m + w, env->src + 12, 4);
+		memcpy(m + w + 4, env->dst + 12, 4);
+		w += 8;
+	}
+	w = put_be(m, w, env->sport, 2);
+	w = put_be(m, w, env->dport, 2);
+	w = put_be(m, w, 8 + tlen, 2);
+	w = put_be(m, w, 0xFFFF, 2); /* UDP checksum: ones */
+	memcpy(m + w, pkt, len);
+	if (len > 4)
+		m[w + 4] = 0xFF; /* BTH byte 4: ones */
+	w += len;
+	REQUIRE(crc32_ieee_with(CRC_IMPL_BYTEWISE, 0, m, w, &crc) == 0);
+	return crc;
+}
+
+/* Every length from 0 (a BTH cut short) through the sizes where icrc.c copies the bytes after
+ * the BTH or hands them to the CRC in place, both IP versions, random envelopes; then long
+ * packets. Also through roce_icrc_frame on the real headers built around the packet. */
+static void test_lengths(void)
+{
+	static uint8_t pkt[70000], frame[40 + 8 + 70000];
+	static const size_t longs[] = {1023, 1036, 4096, 4108, 4109, 8192 + 12, 65536 + 12};
+	int bad = 0, cases = 0;
+
+	for (size_t i = 0; i <= 300 + sizeof(longs) / sizeof(longs[0]); i++) {
+		size_t len = i <= 300 ? i : longs[i - 301];
+
+		for (int v6 = 0; v6 < 2; v6++) {
+			struct roce_envelope env;
+			uint32_t icrc, fr;
+
+			memset(&env, 0, sizeof(env));
+			env.ipv6 = v6;
+			for (int b = 0; b < 16; b++) {
+				env.src[b] = (uint8_t)rnd();
+				env.dst[b] = (uint8_t)rnd();
+			}
+			env.ip_id = v6 ? 0 : (uint16_t)rnd();
+			env.df = rnd() & 1;
+			env.sport = (uint16_t)rnd();
+			env.dport = (uint16_t)rnd();
+			for (size_t b = 0; b < len; b++)
+				pkt[b] = (uint8_t)rnd();
+			icrc = roce_icrc(&env, pkt, len);
+			if (icrc != ref_icrc(&env, pkt, len))
+				bad++;
+			cases++;
+			if (len < ROCE_BTH_LEN)
+				continue;
+			/* The same packet in a frame with real headers (variant fields random). */
+			size_t ihl = v6 ? 40 : 20, tlen = len + 4;
+			for (size_t b = 0; b < ihl + 8; b++)
+				frame[b] = (uint8_t)rnd();
+			if (v6) {
+				frame[0] = (uint8_t)(0x60 | (frame[0] & 0x0F));
+				frame[4] = (uint8_t)((8 + tlen) >> 8);
+				frame[5] = (uint8_t)(8 + tlen);
+				frame[6] = 17;
+				memcpy(frame + 8, env.src, 16);
+				memcpy(frame + 24, env.dst, 16);
+			} else {
+				frame[0] = 0x45;
+				frame[2] = (uint8_t)((28 + tlen) >> 8);
+				frame[3] = (uint8_t)(28 + tlen);
+				frame[4] = (uint8_t)(env.ip_id >> 8);
+				frame[5] = (uint8_t)env.ip_id;
+				frame[6] = env.df ? 0x40 : 0;
+				frame[7] = 0;
+				frame[9] = 17;
+				memcpy(frame + 12, env.src + 12, 4);
+				memcpy(frame + 16, env.dst + 12, 4);
+			}
+			frame[ihl] = (uint8_t)(env.sport >> 8);
+			frame[ihl + 1] = (uint8_t)env.sport;
+			frame[ihl + 2] = (uint8_t)(env.dport >> 8);
+			frame[ihl + 3] = (uint8_t)env.dport;
+			frame[ihl + 4] = (uint8_t)((8 + tlen) >> 8);
+			frame[ihl + 5] = (uint8_t)(8 + tlen);
+			memcpy(frame + ihl + 8, pkt, len);
+			if (roce_icrc_frame(frame, ihl + 8 + tlen, &fr) != 0 || fr != icrc)
+				bad++;
+		}
+	}
+	fprintf(stderr, "lengths: %d packets, %d mismatches\n", cases, bad);
+	CHECK_EQ(bad, 0);
+}
+
 /* ---- ports and timers ---- */
 
 static void test_helpers(void)
@@ -549,6 +671,7 @@ int main(void)
 	test_sport_capture();
 	test_solver();
 	test_masking();
+	test_lengths();
 	test_helpers();
 	return check_exit();
 }
