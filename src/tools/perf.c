@@ -2993,15 +2993,9 @@ static int perf_main(enum test t, int argc, char **argv)
 			return 1;
 		}
 	}
-	struct sigaction sa, old_int, old_term, old_pipe;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal; /* no SA_RESTART: blocking calls return */
-	sigemptyset(&sa.sa_mask);
+	struct tool_signals sigs;
 	stop_signal = 0;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &old_pipe);
+	tool_signals_catch(&sigs, on_signal);
 
 	int rc = run(&pf);
 	int sig = stop_signal;
@@ -3017,9 +3011,7 @@ static int perf_main(enum test t, int argc, char **argv)
 	}
 	write_json(&pf, rc == 0 && !sig);
 	cleanup(&pf);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGPIPE, &old_pipe, NULL);
+	tool_signals_restore(&sigs);
 	if (sig)
 		return 128 + sig;
 	return rc ? 1 : 0;

@@ -18,6 +18,25 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void tool_signals_catch(struct tool_signals *s, void (*handler)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &s->old_int);
+	sigaction(SIGTERM, &sa, &s->old_term);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &s->old_pipe);
+}
+
+void tool_signals_restore(const struct tool_signals *s)
+{
+	sigaction(SIGINT, &s->old_int, NULL);
+	sigaction(SIGTERM, &s->old_term, NULL);
+	sigaction(SIGPIPE, &s->old_pipe, NULL);
+}
+
 uint64_t tool_now_ns(void)
 {
 	return clock_ns(CLOCK_MONOTONIC);

@@ -1,11 +1,22 @@
-/* Small things every softrdma subcommand needs: clocks, a growing text buffer for JSON, and the
- * numbers-with-units its options take (perf.c, floor.c, compare.c). */
+/* Small things every softrdma subcommand needs: clocks, the signals it catches, a growing text
+ * buffer for JSON, and the numbers-with-units its options take (perf.c, floor.c, compare.c). */
 #ifndef SOFTRDMA_TOOLS_UTIL_H
 #define SOFTRDMA_TOOLS_UTIL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* A subcommand's signals while it runs: SIGINT and SIGTERM call `handler` (no SA_RESTART, so a
+ * blocking call returns EINTR and the subcommand ends cleanly), SIGPIPE is ignored (a write to
+ * a peer that went away fails with EPIPE instead). tool_signals_restore puts back what was
+ * there before. */
+struct tool_signals {
+	struct sigaction old_int, old_term, old_pipe;
+};
+void tool_signals_catch(struct tool_signals *s, void (*handler)(int));
+void tool_signals_restore(const struct tool_signals *s);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t tool_now_ns(void);
