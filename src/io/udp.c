@@ -437,6 +437,17 @@ static void copy_addressing(struct io_pkt *to, const struct io_pkt *from)
 	to->ttl = from->ttl;
 }
 
+/* Whether a received datagram of len bytes at d goes to the caller: not a runt, and steering
+ * delivers it here (io_steer_rx handles probes and other members' packets). */
+static bool rx_take(struct io_udp *io, const uint8_t *d, size_t len)
+{
+	if (len < IO_BTH_LEN) {
+		cnt_add(io, IO_UDP_C_rx_runt, 1);
+		return false;
+	}
+	return io_steer_rx(io->steer, d, len) == IO_STEER_DELIVER;
+}
+
 /* io_udp_recv with GRO: cuts the received datagrams into the datagrams they coalesce (every
  * gso_size bytes, the last one shorter), each checked and copied into pkts[out] in order, or
  * with `view` left in place, pkts[out].buf pointing at it (io_udp_recv_view). */
@@ -479,11 +490,7 @@ static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n, bool view, si
 			const uint8_t *d = base + io->gro_off;
 			size_t l = len - io->gro_off < seg ? len - io->gro_off : seg;
 			io->gro_off += l;
-			if (l < IO_BTH_LEN) {
-				cnt_add(io, IO_UDP_C_rx_runt, 1);
-				continue;
-			}
-			if (io_steer_rx(io->steer, d, l) != IO_STEER_DELIVER)
+			if (!rx_take(io, d, l))
 				continue;
 			if (view && l > max_len) {
 				cnt_add(io, IO_UDP_C_rx_truncated, 1);
@@ -536,20 +543,12 @@ bool io_udp_pending(const struct io_udp *io)
 	return io && atomic_load_explicit(&io->gro_held, memory_order_relaxed);
 }
 
-int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
+/* io_udp_recv without GRO: the datagrams straight into the caller's buffers. */
+static int recv_plain(struct io_udp *io, struct io_pkt *pkts, int n)
 {
 	uint64_t bytes = 0;
-	int got, out = 0;
-
-	if (!io || !pkts || n < 0)
-		return -EINVAL;
-	if (n > IO_UDP_BATCH)
-		n = IO_UDP_BATCH;
-	if (n == 0)
-		return 0;
-	if (io->gro)
-		return recv_gro(io, pkts, n, false, 0);
-	got = io_rx_batch_recv(&io->rx, io->fd, pkts, n);
+	int out = 0;
+	int got = io_rx_batch_recv(&io->rx, io->fd, pkts, n);
 	if (got < 0) {
 		if (got != -EINVAL) /* -EINVAL: a bad buffer, nothing received */
 			cnt_add(io, IO_UDP_C_rx_errors, 1);
@@ -563,11 +562,7 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 			cnt_add(io, IO_UDP_C_rx_truncated, 1);
 			continue;
 		}
-		if (len < IO_BTH_LEN) {
-			cnt_add(io, IO_UDP_C_rx_runt, 1);
-			continue;
-		}
-		if (io_steer_rx(io->steer, pkts[i].buf, len) != IO_STEER_DELIVER)
+		if (!rx_take(io, pkts[i].buf, len))
 			continue;
 		pkts[i].len = len;
 		fill_rx(io, &pkts[i], mh);
@@ -580,15 +575,28 @@ int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
 	return out;
 }
 
-int io_udp_recv_view(struct io_udp *io, struct io_pkt *pkts, int n, size_t max_len)
+/* io_udp_recv (view false) and io_udp_recv_view. */
+static int recv_any(struct io_udp *io, struct io_pkt *pkts, int n, bool view, size_t max_len)
 {
-	if (!io || !io->gro)
-		return io_udp_recv(io, pkts, n);
-	if (!pkts || n < 0)
+	if (!io || !pkts || n < 0)
 		return -EINVAL;
 	if (n > IO_UDP_BATCH)
 		n = IO_UDP_BATCH;
-	return n == 0 ? 0 : recv_gro(io, pkts, n, true, max_len);
+	if (n == 0)
+		return 0;
+	if (!io->gro)
+		return recv_plain(io, pkts, n);
+	return recv_gro(io, pkts, n, view, max_len);
+}
+
+int io_udp_recv(struct io_udp *io, struct io_pkt *pkts, int n)
+{
+	return recv_any(io, pkts, n, false, 0);
+}
+
+int io_udp_recv_view(struct io_udp *io, struct io_pkt *pkts, int n, size_t max_len)
+{
+	return recv_any(io, pkts, n, true, max_len);
 }
 
 /* ---- send ---- */
