@@ -128,15 +128,15 @@ void core_flush(struct core_ctx *c);
  * one ACK. At most CORE_DEFER_POSTS posts wait; the next poll (core_poll_cq) or post sends
  * them, and if the application calls neither, the progress thread's next look does (at most
  * MOVER_NAP_MAX_NS, as for a timer the application leaves overdue). Without a progress thread
- * (SOFTRDMA_PROGRESS_THREAD=0) nothing waits. A QP awaiting nothing
- * (a ping-pong, the first post of a burst) sends at once: no wait on the latency path. */
+ * (SOFTRDMA_PROGRESS_THREAD=0) nothing waits. A QP awaiting nothing (a ping-pong, the first
+ * post of a burst) sends at once: no wait on the latency path. */
 #define CORE_DEFER_POSTS 16
 void core_posted(struct core_ctx *c, struct eng_qp *qp);
 /* ibv_poll_cq's progress, under the lock: returns completions from cq (up to n into wc),
  * moving packets first when it is empty. When input produces completions they are returned
  * before the output that input caused (ACKs) is sent; that output goes at the next call
- * (or by the progress thread if the application does not come back; without one, at once), which
- * takes the ACK's system call off the application's reply path. */
+ * (or by the progress thread if the application does not come back; without one, at once),
+ * which takes the ACK's system call off the application's reply path. */
 int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc);
 /* Around the application's polls (poll: true) and posts, before the lock and after the
  * unlock: the application moves the packets while it polls, and the progress thread backs

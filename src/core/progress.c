@@ -101,6 +101,7 @@ struct core_ctx {
 	struct tmheap timers;
 	struct core_qp *run_head, *run_tail;
 	uint32_t deferred; /* posts left for the next poll (core_posted) since the last output */
+	bool rx_full;	   /* the last receive filled its batch: more may wait */
 	uint64_t counters[CORE_CNT__COUNT];
 	struct core_ah *ahs; /* grown on ibv_create_ah (control path); index 0 unused */
 	uint32_t nahs;	     /* slots allocated */
@@ -924,6 +925,7 @@ static bool input_mcast(struct core_ctx *c, uint64_t now)
 {
 	rx_rooms(c);
 	int n = io_mcast_recv(c->mc, c->rx, BATCH);
+	c->rx_full |= n == BATCH;
 	if (n <= 0)
 		return false;
 	c->counters[CORE_CNT_rx_packets] += (uint64_t)n;
@@ -945,6 +947,7 @@ static bool input_from(struct core_ctx *c, struct io_udp *io, uint64_t now)
 		rx_rooms(c);
 		n = io_udp_recv(io, rx, BATCH);
 	}
+	c->rx_full |= n == BATCH;
 	if (n <= 0)
 		return false;
 	c->counters[CORE_CNT_rx_packets] += (uint64_t)n;
@@ -955,6 +958,7 @@ static bool input_from(struct core_ctx *c, struct io_udp *io, uint64_t now)
 
 static bool run_input(struct core_ctx *c, uint64_t now)
 {
+	c->rx_full = false;
 	bool did = input_from(c, c->io, now);
 	if (c->io6)
 		did |= input_from(c, c->io6, now);
@@ -1026,9 +1030,18 @@ void core_flush(struct core_ctx *c)
 	}
 }
 
+/* Whether output made due during an application's call may wait for its next call: only
+ * when a progress thread will send it should that call never come (the thread's look takes
+ * over from an application that went away, core/mover.h). Without one it goes now. */
+static bool output_may_wait(const struct core_ctx *c)
+{
+	return c->has_thread;
+}
+
 void core_posted(struct core_ctx *c, struct eng_qp *qp)
 {
-	if (c->io && c->run_head && c->has_thread && mover_who(&c->mv) == MOVER_APP &&
+	/* A pipeline only while the application moves the packets: it will poll for them. */
+	if (c->io && c->run_head && output_may_wait(c) && mover_who(&c->mv) == MOVER_APP &&
 	    eng_qp_awaits_response(qp) && ++c->deferred < CORE_DEFER_POSTS) {
 		c->counters[CORE_CNT_tx_deferred]++;
 		return;
@@ -1070,10 +1083,9 @@ int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc
 	run_timers(c, now);
 	got = eng_cq_poll(cq, n, wc);
 	/* A completion arrived: hand it over now and send the ACKs it caused at the next call,
-	 * so the application's reply is not queued behind our ACK's system call. Without a
-	 * progress thread nobody else would send them if the application never calls again
-	 * (the peer would wait for its ACK forever): then they go now. */
-	if (!got || !c->has_thread)
+	 * so the application's reply is not queued behind our ACK's system call (if the output
+	 * may wait: without a progress thread a peer would wait for its ACK forever). */
+	if (!got || !output_may_wait(c))
 		run_output(c, now);
 	kick_thread_if_late(c);
 	return got;
@@ -1173,12 +1185,18 @@ static void *progress_main(void *arg)
 			waited = true;
 		}
 		bool did = core_progress(c);
+		bool again = c->run_head || c->rx_full;
 		core_unlock(c);
-		bool more = did;
-		for (int i = 0; more && i < 63; i++) {
+		/* Round again at once only for what a pass left: output still due (a QP's burst
+		 * limit) or a full receive batch. Datagrams that come later make the socket
+		 * readable (level-triggered epoll), and those a coalesced receive left in io are
+		 * looked at before the wait (held): a pass more to find nothing would cost an empty
+		 * recvmmsg at every wake-up. */
+		for (int i = 0; again && i < 63; i++) {
 			if (pthread_mutex_trylock(&c->lock) != 0)
 				break;
-			more = core_progress(c);
+			core_progress(c);
+			again = c->run_head || c->rx_full;
 			core_unlock(c);
 		}
 		mover_passed(&c->mv, on_io, waited, did);
