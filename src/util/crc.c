@@ -273,6 +273,12 @@ PCL_TARGET static inline __m128i fold(__m128i x, __m128i k)
 	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
+/* A pair of 64-bit constants {low lane, high lane} as one register. */
+PCL_TARGET static inline __m128i lanes(const uint64_t k[2])
+{
+	return _mm_set_epi64x((long long)k[1], (long long)k[0]);
+}
+
 PCL_TARGET static inline __m128i load128(const uint8_t *p)
 {
 	return _mm_loadu_si128((const __m128i *)(const void *)p);
@@ -292,7 +298,7 @@ PCL_TARGET static inline __m128i load128(const uint8_t *p)
 PCL_TARGET static inline uint32_t reduce128(__m128i x)
 {
 	const __m128i k = _mm_cvtsi64_si128((long long)k_low);
-	const __m128i bar = _mm_set_epi64x((long long)k_bar[1], (long long)k_bar[0]);
+	const __m128i bar = lanes(k_bar);
 
 	/* 1: H into the rest; the low lane's lower half is left zero. */
 	x = _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
@@ -322,7 +328,7 @@ static const uint8_t shuf_tab[48] = {
  * blocks of p, then the last n % 16 bytes; returns the accumulator, not yet reduced. */
 PCL_TARGET static __m128i fold_rest(__m128i x, const uint8_t *p, size_t n)
 {
-	const __m128i k = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
+	const __m128i k = lanes(k128);
 
 	while (n >= 16) {
 		x = _mm_xor_si128(fold(x, k), load128(p));
@@ -356,8 +362,8 @@ PCL_TARGET static __m128i fold_pclmul(__m128i in, const uint8_t *p, size_t n)
 	if (n < 64)
 		return fold_rest(x0, p + 16, n - 16);
 
-	const __m128i k4 = _mm_set_epi64x((long long)k512[1], (long long)k512[0]);
-	const __m128i k1 = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
+	const __m128i k4 = lanes(k512);
+	const __m128i k1 = lanes(k128);
 	__m128i x1 = load128(p + 16);
 	__m128i x2 = load128(p + 32);
 	__m128i x3 = load128(p + 48);
@@ -384,7 +390,7 @@ PCL_TARGET static __m128i fold_pclmul(__m128i in, const uint8_t *p, size_t n)
  * bytes is X*x^(8n) + B, and X*x^128 placed on B's first 16 bytes is exactly X*x^(8n). */
 PCL_TARGET static inline __m128i carry(__m128i x)
 {
-	return fold(x, _mm_set_epi64x((long long)k128[1], (long long)k128[0]));
+	return fold(x, lanes(k128));
 }
 
 PCL_TARGET static uint32_t ieee_pclmul(uint32_t s, const uint8_t *p, size_t n)
@@ -453,7 +459,7 @@ VPCL_TARGET static __m128i fold_vpclmul(__m128i in, const uint8_t *p, size_t n)
 		n -= 32;
 	}
 	/* The low lane is the earlier 16 bytes. */
-	const __m128i k = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
+	const __m128i k = lanes(k128);
 	__m128i x =
 	    _mm_xor_si128(fold(_mm256_castsi256_si128(y), k), _mm256_extracti128_si256(y, 1));
 	/* Done with the upper halves: clear them before legacy SSE code runs again (GCC 12 left
