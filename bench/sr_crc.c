@@ -11,25 +11,13 @@
  *   "crc crc32_ieee size=4096 impl=hw gbps=12.70 ns_per_call=322.5 vs_hw=1.00"
  * gbps is GB/s of input (10^9 bytes per second); vs_hw is the ratio to impl=hw in this run. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "lib/bench.h"
 #include "util/crc.h"
 
 typedef int (*with_fn)(enum crc_impl impl, uint32_t crc, const void *buf, size_t len,
 		       uint32_t *out);
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Seconds per call, best of `rounds`; < 0 if the implementation is not available. */
 static double time_impl(with_fn f, enum crc_impl impl, const uint8_t *buf, size_t len, int rounds,
@@ -43,19 +31,19 @@ static double time_impl(with_fn f, enum crc_impl impl, const uint8_t *buf, size_
 	/* Calibrate: calls per round. */
 	size_t calls = 1;
 	for (;;) {
-		double t0 = now_s();
+		double t0 = now_us() / 1e6;
 		for (size_t i = 0; i < calls; i++)
 			f(impl, crc, buf, len, &crc);
-		if (now_s() - t0 >= round_s / 8 || calls >= ((size_t)1 << 30))
+		if (now_us() / 1e6 - t0 >= round_s / 8 || calls >= ((size_t)1 << 30))
 			break;
 		calls *= 2;
 	}
 	calls *= 8;
 	for (int r = 0; r < rounds; r++) {
-		double t0 = now_s();
+		double t0 = now_us() / 1e6;
 		for (size_t i = 0; i < calls; i++)
 			f(impl, crc, buf, len, &crc);
-		double t = (now_s() - t0) / (double)calls;
+		double t = (now_us() / 1e6 - t0) / (double)calls;
 		if (best < 0 || t < best)
 			best = t;
 	}
@@ -86,13 +74,40 @@ static void run(const char *name, with_fn f, const uint8_t *buf, size_t len, int
 	}
 }
 
+/* A size argument: 1 to 2^30 bytes, or the program ends with a message. */
+static size_t parse_size(const char *arg)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 0);
+	if (errno || end == arg || *end || v < 1 || v > (1ull << 30)) {
+		fprintf(stderr, "sr_crc: size '%s' is not a byte count from 1 to 2^30\n", arg);
+		exit(2);
+	}
+	return (size_t)v;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sr_crc [-r rounds] [-m ms_per_round] [size ...]\n"
+		"  times every CRC-32 and CRC-32C implementation of src/util/crc.c on one core\n"
+		"  -r  timed rounds per case, the best kept (default 7)\n"
+		"  -m  milliseconds per round (default 20)\n"
+		"  size  buffer sizes in bytes, 1 to 2^30 (default 64 128 256 1024 4096 65536)\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const size_t def_sizes[] = {64, 128, 256, 1024, 4096, 65536};
 	int rounds = 7, opt;
 	double round_ms = 20;
 
-	while ((opt = getopt(argc, argv, "r:m:")) != -1) {
+	if (argc > 1 && !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	while ((opt = getopt(argc, argv, "r:m:h")) != -1) {
 		switch (opt) {
 		case 'r':
 			rounds = atoi(optarg);
@@ -100,8 +115,11 @@ int main(int argc, char **argv)
 		case 'm':
 			round_ms = atof(optarg);
 			break;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
-			fprintf(stderr, "usage: sr_crc [-r rounds] [-m ms_per_round] [size ...]\n");
+			usage(stderr);
 			return 2;
 		}
 	}
@@ -114,15 +132,15 @@ int main(int argc, char **argv)
 	    argc > optind ? (size_t)(argc - optind) : sizeof(def_sizes) / sizeof(def_sizes[0]);
 	size_t *sizes = calloc(nsizes, sizeof(*sizes)), max = 0;
 	if (!sizes)
-		return 1;
+		die("memory");
 	for (size_t i = 0; i < nsizes; i++) {
-		sizes[i] = argc > optind ? strtoull(argv[optind + (int)i], NULL, 0) : def_sizes[i];
+		sizes[i] = argc > optind ? parse_size(argv[optind + (int)i]) : def_sizes[i];
 		if (sizes[i] > max)
 			max = sizes[i];
 	}
 	uint8_t *mem = malloc(max + 64);
 	if (!mem)
-		return 1;
+		die("memory");
 	for (size_t i = 0; i < max + 64; i++)
 		mem[i] = (uint8_t)(i * 131 + (i >> 8));
 	const uint8_t *buf = mem + 1;
