@@ -31,19 +31,19 @@ static double time_impl(with_fn f, enum crc_impl impl, const uint8_t *buf, size_
 	/* Calibrate: calls per round. */
 	size_t calls = 1;
 	for (;;) {
-		double t0 = now_us() / 1e6;
+		double t0 = now_s();
 		for (size_t i = 0; i < calls; i++)
 			f(impl, crc, buf, len, &crc);
-		if (now_us() / 1e6 - t0 >= round_s / 8 || calls >= ((size_t)1 << 30))
+		if (now_s() - t0 >= round_s / 8 || calls >= ((size_t)1 << 30))
 			break;
 		calls *= 2;
 	}
 	calls *= 8;
 	for (int r = 0; r < rounds; r++) {
-		double t0 = now_us() / 1e6;
+		double t0 = now_s();
 		for (size_t i = 0; i < calls; i++)
 			f(impl, crc, buf, len, &crc);
-		double t = (now_us() / 1e6 - t0) / (double)calls;
+		double t = (now_s() - t0) / (double)calls;
 		if (best < 0 || t < best)
 			best = t;
 	}

@@ -56,13 +56,6 @@ struct result {
 	double bytes, secs, cpu;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void big_buffers(int fd)
 {
 	int sz = 32 << 20;

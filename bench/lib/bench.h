@@ -25,6 +25,11 @@ static inline double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+static inline double now_s(void)
+{
+	return now_us() / 1e6;
+}
+
 /* User + system CPU seconds of the whole process (every thread: the progress thread too). */
 static inline double cpu_s(void)
 {
