@@ -1031,18 +1031,22 @@ void core_flush(struct core_ctx *c)
 }
 
 /* Whether output made due during an application's call may wait for its next call: only
- * when a progress thread will send it should that call never come (the thread's look takes
- * over from an application that went away, core/mover.h). Without one it goes now. */
+ * when a progress thread will send it should that call never come. That thread must be
+ * looking at the application (APP: its look takes over from an application that went away
+ * within a nap, core/mover.h). In THREAD it waits for packets and timers only and would not
+ * see the output: an application that polls a completion there and then computes for a while
+ * before it calls again (or waits on another channel) would keep the ACK from the peer until
+ * the peer's retry. Without a thread, or in THREAD, it goes now. */
 static bool output_may_wait(const struct core_ctx *c)
 {
-	return c->has_thread;
+	return c->has_thread && mover_who(&c->mv) == MOVER_APP;
 }
 
 void core_posted(struct core_ctx *c, struct eng_qp *qp)
 {
 	/* A pipeline only while the application moves the packets: it will poll for them. */
-	if (c->io && c->run_head && output_may_wait(c) && mover_who(&c->mv) == MOVER_APP &&
-	    eng_qp_awaits_response(qp) && ++c->deferred < CORE_DEFER_POSTS) {
+	if (c->io && c->run_head && output_may_wait(c) && eng_qp_awaits_response(qp) &&
+	    ++c->deferred < CORE_DEFER_POSTS) {
 		c->counters[CORE_CNT_tx_deferred]++;
 		return;
 	}

@@ -20,7 +20,8 @@
  *     QP: white box), and the FPDUs each SEND and WRITE takes are counted;
  *   - with SOFTRDMA_IW_CRC=on (strict, required), MPA must have negotiated CRC32c.
  * Back-to-back posts on a pipeline (core_posted) are checked to leave, in order, whether the
- * application polls after them or calls nothing. --no-thread: the receiver's ACK without a
+ * application polls after them or calls nothing. A poll that takes a SEND while the progress
+ * thread moves the packets sends its ACK at once. --no-thread: the receiver's ACK without a
  * progress thread (SOFTRDMA_PROGRESS_THREAD=0, RoCE) when it calls nothing after its last
  * completion.
  * $SOFTRDMA_IW_PORT (the rendezvous port) is made random per process unless it is set. */
@@ -623,6 +624,60 @@ static void without_thread(struct ibv_device *dev, unsigned access)
 	side_close(&b);
 }
 
+/* The receiver's progress thread moves the packets (THREAD: the application announced a wait
+ * for a completion event with ibv_req_notify_cq), but the application polls anyway and takes
+ * the SEND itself, then calls nothing more (it computes before it replies, say). The ACK its
+ * poll made due must leave in that poll: the thread in THREAD waits for packets and timers
+ * only and would send it at its next look, up to 20 ms later (core/progress.c:
+ * output_may_wait), or at the sender's retry. Rounds where the
+ * thread took the packet first prove nothing; at least one round must be the application's. */
+static void thread_mode_ack(struct ibv_device *dev, unsigned access)
+{
+	struct side a, b;
+	struct ibv_wc wc;
+	side_open(&a, dev, access);
+	side_open(&b, dev, access);
+	side_connect(&a, &b, 7, 14, 7);
+	side_connect(&b, &a, 7, 14, 7);
+	int app_rounds = 0;
+	for (unsigned i = 0; i < 16 && app_rounds < 4; i++) {
+		post_recv(&b, 4096, 64, 50 + i);
+		CHECK_EQ(ibv_req_notify_cq(b.cq, 0), 0);
+		/* THREAD from the start and after each take-over (core/mover.h): as many
+		 * take-overs as hand-backs. */
+		uint64_t stop = now_ms() + 5000;
+		while (softrdma_counter(b.ctx, NULL, "mover_to_thread") <
+			   softrdma_counter(b.ctx, NULL, "mover_to_app") &&
+		       now_ms() < stop)
+			usleep(200);
+		REQUIRE(softrdma_counter(b.ctx, NULL, "mover_to_thread") >=
+			softrdma_counter(b.ctx, NULL, "mover_to_app"));
+		uint64_t work = softrdma_counter(b.ctx, NULL, "mover_work");
+		uint64_t sent = softrdma_counter(b.ctx, NULL, "tx_packets");
+		fill(a.buf, 64, 60 + i);
+		CHECK_EQ(post_send(&a, IBV_WR_SEND, 0, 64, 0, 0, 70 + i), 0);
+		REQUIRE(wait_wc(b.cq, &wc) == 0); /* on loopback the datagram is there already */
+		bool app = softrdma_counter(b.ctx, NULL, "mover_work") == work;
+		/* The ACK went out in the poll that returned the completion. */
+		uint64_t acked = softrdma_counter(b.ctx, NULL, "tx_packets") - sent;
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 50 + i);
+		CHECK(memcmp(b.buf + 4096, a.buf, 64) == 0);
+		REQUIRE(wait_wc(a.cq, &wc) == 0); /* b calls nothing meanwhile */
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 70 + i);
+		if (app) {
+			app_rounds++;
+			CHECK_EQ(acked, 1);
+		}
+	}
+	fprintf(stderr, "ACK in THREAD mode: %d rounds where the application took the SEND\n",
+		app_rounds);
+	CHECK(app_rounds > 0);
+	side_close(&a);
+	side_close(&b);
+}
+
 int main(int argc, char **argv)
 {
 	/* --data-only: the data path alone (used with fault injection, where a lost NAK turns an
@@ -726,6 +781,8 @@ int main(int argc, char **argv)
 		ibv_free_device_list(list);
 		return check_exit();
 	}
+	if (!iw) /* counts the packets a poll sends: not with a fault stage dropping some */
+		thread_mode_ack(dev, all);
 	api_misuse(&a);
 
 	/* Remote access violation: an rkey that does not exist. Both QPs go to ERR. */
