@@ -324,6 +324,9 @@ int io_fault_send(struct io_fault *f, struct io_udp *io, const struct io_pkt *pk
 
 	if (!f || n < 0 || (n > 0 && !pkts) || (!io && !f->sink))
 		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		if (pkts[i].ext)
+			return -EINVAL; /* held packets are copied whole (io.h) */
 	c = &f->cfg;
 	f->io = io;
 	release_due(f, now_ns);

@@ -124,7 +124,8 @@ void io_fault_set_sink(struct io_fault *f, io_fault_sink_fn fn, void *ctx);
 /* Applies the faults to pkts[0..n) at time now_ns (any monotonic clock in ns, the same one on
  * every call), and sends what is due, held packets first (those due at or before now_ns), to the
  * sink, or to io_udp_send(io) when no sink is set (io may be NULL when a sink is set). Buffers
- * stay the caller's: whatever is held is copied.
+ * stay the caller's: whatever is held is copied, from buf alone (a packet with an ext part,
+ * io.h, is refused: nothing is sent).
  * Returns n (every packet is consumed: sent, held or dropped and counted), or -EINVAL. */
 int io_fault_send(struct io_fault *f, struct io_udp *io, const struct io_pkt *pkts, int n,
 		  uint64_t now_ns);

@@ -184,6 +184,13 @@ struct io_pkt {
 	uint8_t ttl;	 /* IPv4 TTL / IPv6 hop limit; send: 0 means the kernel default (64) */
 	uint8_t train;	 /* send: 0 or 1, alone; k > 1, the first of a GSO train of k packets
 			  * (see "GSO trains" below); recv: unused */
+	/* send: a part of the datagram sent from where it lies rather than from buf (a payload
+	 * in the application's registered memory): the len bytes are buf[0 .. ext_at), then
+	 * ext[0 .. ext_len), then buf[ext_at .. len - ext_len). NULL: buf holds all len bytes.
+	 * recv: unused. io_fault_send takes no packet with one. */
+	const uint8_t *ext;
+	uint32_t ext_len;
+	uint32_t ext_at;
 };
 
 struct io_udp;

@@ -56,8 +56,10 @@ struct io_udp {
 	uint32_t nsports, capsports;
 	atomic_bool gso; /* trains accepted (io_udp_gso) */
 	struct mmsghdr tx_msg[IO_UDP_BATCH];
-	struct iovec tx_iov[IO_UDP_BATCH]; /* message m's packets: its msg_iov[0 .. tx_npk[m]) */
+	/* message m's packets, each in one piece or three (io_pkt.ext): its msg_iov */
+	struct iovec tx_iov[3 * IO_UDP_BATCH];
 	uint8_t tx_npk[IO_UDP_BATCH];
+	uint8_t tx_niov1[IO_UDP_BATCH];		   /* iovecs of message m's first packet */
 	struct sockaddr_in6 tx_name[IO_UDP_BATCH]; /* or sockaddr_in */
 	union ctl_tx tx_ctl[IO_UDP_BATCH];
 
@@ -628,9 +630,30 @@ static int sport_fd(const struct io_udp *io, uint16_t port, bool *unbound)
 	return io->sports[i].fd >= 0 ? io->sports[i].fd : io->fd;
 }
 
-/* Prepares message m for pkts[0 .. k) (k > 1: a train, io.h), its packets in tx_iov from v on;
- * false when the destination is unusable. */
-static bool build_tx(struct io_udp *io, int m, int v, const struct io_pkt *pkts, int k)
+/* Puts packet p's pieces (io.h: one, or around its ext part three) in tx_iov from *iv on.
+ * Returns how many, 0 when its ext part does not fit its length. */
+static int pkt_iov(struct io_udp *io, int *iv, const struct io_pkt *p)
+{
+	struct iovec *v = &io->tx_iov[*iv];
+	if (!p->ext) {
+		v[0] = (struct iovec){.iov_base = p->buf, .iov_len = p->len};
+		(*iv)++;
+		return 1;
+	}
+	if (p->ext_len > p->len || p->ext_at > p->len - p->ext_len)
+		return 0;
+	size_t after = p->len - p->ext_len - p->ext_at;
+	v[0] = (struct iovec){.iov_base = p->buf, .iov_len = p->ext_at};
+	v[1] = (struct iovec){.iov_base = (void *)p->ext, .iov_len = p->ext_len};
+	v[2] = (struct iovec){.iov_base = p->buf + p->ext_at, .iov_len = after};
+	int n = after ? 3 : 2;
+	*iv += n;
+	return n;
+}
+
+/* Prepares message m for pkts[0 .. k) (k > 1: a train, io.h), its pieces in tx_iov from *iv on;
+ * false when the destination is unusable or a packet's pieces do not add up. */
+static bool build_tx(struct io_udp *io, int m, int *iv, const struct io_pkt *pkts, int k)
 {
 	const struct io_pkt *pkt = &pkts[0];
 	socklen_t nl = make_sockaddr(io->family, pkt->dst, pkt->dport, &io->tx_name[m]);
@@ -642,9 +665,15 @@ static bool build_tx(struct io_udp *io, int m, int v, const struct io_pkt *pkts,
 
 	if (!nl)
 		return false;
+	int first = *iv;
 	for (int j = 0; j < k; j++) {
-		io->tx_iov[v + j].iov_base = pkts[j].buf;
-		io->tx_iov[v + j].iov_len = pkts[j].len;
+		int n = pkt_iov(io, iv, &pkts[j]);
+		if (!n) {
+			*iv = first;
+			return false;
+		}
+		if (j == 0)
+			io->tx_niov1[m] = (uint8_t)n;
 	}
 	io->tx_npk[m] = (uint8_t)k;
 	if (ttl)
@@ -654,8 +683,8 @@ static bool build_tx(struct io_udp *io, int m, int v, const struct io_pkt *pkts,
 	*mh = (struct msghdr){
 	    .msg_name = &io->tx_name[m],
 	    .msg_namelen = nl,
-	    .msg_iov = &io->tx_iov[v],
-	    .msg_iovlen = (size_t)k,
+	    .msg_iov = &io->tx_iov[first],
+	    .msg_iovlen = (size_t)(*iv - first),
 	    .msg_control = io->tx_ctl[m].buf,
 	    .msg_controllen = ctl,
 	};
@@ -741,7 +770,7 @@ static bool gso_refused(struct io_udp *io, int m, int err)
 	atomic_store_explicit(&io->gso, false, memory_order_relaxed);
 	cnt_add(io, IO_UDP_C_tx_drop_gso, (uint64_t)io->tx_npk[m] - 1);
 	io->tx_npk[m] = 1;
-	mh->msg_iovlen = 1;
+	mh->msg_iovlen = io->tx_niov1[m];
 	mh->msg_controllen -= CMSG_SPACE(sizeof(uint16_t)); /* UDP_SEGMENT, the last */
 	return true;
 }
@@ -807,7 +836,7 @@ int io_udp_send(struct io_udp *io, const struct io_pkt *pkts, int n)
 		uint16_t sport = pkts[i].sport;
 		bool unbound;
 		int fd = sport_fd(io, sport, &unbound);
-		int m = 0, v = 0, taken = 0;
+		int m = 0, v = 0, iv = 0, taken = 0;
 		while (i + taken < n && m < IO_UDP_BATCH && pkts[i + taken].sport == sport) {
 			const struct io_pkt *p = &pkts[i + taken];
 			int k = 1;
@@ -816,7 +845,7 @@ int io_udp_send(struct io_udp *io, const struct io_pkt *pkts, int n)
 				k = p->train;
 			if (v + k > IO_UDP_BATCH)
 				break; /* the train goes in the next run */
-			if (build_tx(io, m, v, p, k)) {
+			if (build_tx(io, m, &iv, p, k)) {
 				m++;
 				v += k;
 			} else {
