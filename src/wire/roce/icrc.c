@@ -116,6 +116,23 @@ uint32_t roce_icrc(const struct roce_envelope *env, const uint8_t *pkt, size_t l
 	return ~icrc_state(env, pkt, len);
 }
 
+uint32_t roce_icrc3(const struct roce_envelope *env, const uint8_t *hdr, size_t hlen,
+		    const uint8_t *payload, size_t plen, const uint8_t *tail, size_t tlen)
+{
+	/* Pseudo-header, BTH and the extended headers assembled on the stack, then the payload
+	 * in place: one pass (crc32_ieee_raw2), as icrc_state. */
+	uint8_t pre[PSEUDO_MAX + ROCE_MAX_HDR_LEN];
+	size_t n_bth = hlen < ROCE_BTH_LEN ? hlen : ROCE_BTH_LEN;
+	size_t ext = hlen - n_bth;
+	if (ext > ROCE_MAX_HDR_LEN)
+		ext = ROCE_MAX_HDR_LEN; /* never for a header roce_build_hdrs wrote */
+	size_t n = pseudo_env(env, hlen + plen + tlen + ROCE_ICRC_LEN, pre);
+	n = (size_t)(put_bth(pre + n, hdr, n_bth) - pre);
+	memcpy(pre + n, hdr + n_bth, ext);
+	uint32_t s = crc32_ieee_raw2(ICRC_SEED, pre, n + ext, payload, plen);
+	return ~crc32_ieee_raw(s, tail, tlen);
+}
+
 /* ICRC over real header bytes: `ihl` bytes of IPv4/IPv6/GRH header, then (if `udp`) the UDP
  * header, then BTH .. pad; the last 4 of `frame_len` bytes are the ICRC itself. The caller
  * has checked the header type and that frame_len covers headers + BTH + ICRC. */

@@ -257,6 +257,11 @@ struct roce_envelope {
  * (roce_icrc_put). */
 uint32_t roce_icrc(const struct roce_envelope *env, const uint8_t *pkt, size_t len);
 
+/* roce_icrc of a packet in three pieces, hlen + plen + tlen bytes in all: its headers (hdr, at
+ * least the BTH), then its payload and then the rest (pad), each where it lies. */
+uint32_t roce_icrc3(const struct roce_envelope *env, const uint8_t *hdr, size_t hlen,
+		    const uint8_t *payload, size_t plen, const uint8_t *tail, size_t tlen);
+
 /* ICRC from the real IP header bytes of a captured frame (IPv4 without options, or IPv6),
  * starting at the IP header; `frame_len` counts from there to the end of the ICRC. Returns
  * 0 and *icrc_out on success, -EINVAL if the frame is not IP/UDP or too short. */
