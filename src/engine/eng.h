@@ -261,6 +261,16 @@ int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint
 int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		       size_t buf_cap, uint32_t *ah);
 
+/* eng_qp_output_dest that may leave a payload of at least ref_min bytes (> 0) where it lies:
+ * when it is one piece of registered memory (a READ response, or a request whose bytes fall in
+ * one SGE) or the WR's inline data, out->payload points there and nothing is copied into buf;
+ * otherwise it is copied as above (out->payload == buf). The pointer is good until the caller lets
+ * go of what serialises it with the application's calls (core/'s context lock): memory
+ * registrations, destroyed QPs and the application's own stores may change it afterwards, so
+ * the caller sends (or copies) the packet before. */
+int eng_qp_output_ref(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
+		      size_t buf_cap, uint32_t *ah, uint32_t ref_min);
+
 /* True when the QP (RC, XRC) has sent requests it still awaits the acknowledgement or the
  * response of: a new request joins a pipeline whose responses will come back. */
 bool eng_qp_awaits_response(const struct eng_qp *qp);

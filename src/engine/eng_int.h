@@ -160,6 +160,9 @@ struct eng_qp {
 	struct eng_qp_attr attr;
 	enum ibv_qp_state state;
 	uint64_t counters[ENG_CNT__COUNT];
+	/* During eng_qp_output_ref: a payload at least this long may stay where it lies (eng.h);
+	 * 0: copied. */
+	uint32_t tx_ref;
 
 	struct eng_rq own_rq;
 	struct eng_rq *rq; /* &own_rq or init.srq */

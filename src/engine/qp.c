@@ -718,6 +718,15 @@ int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out,
 	return n > 0 ? 1 : 0;
 }
 
+int eng_qp_output_ref(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
+		      size_t buf_cap, uint32_t *ah, uint32_t ref_min)
+{
+	qp->tx_ref = ref_min ? ref_min : 1;
+	int r = eng_qp_output_dest(qp, now_ns, out, buf, buf_cap, ah);
+	qp->tx_ref = 0;
+	return r;
+}
+
 uint64_t eng_qp_deadline(const struct eng_qp *qp)
 {
 	uint64_t d = qp->comp.ack_deadline;

@@ -139,9 +139,15 @@ static int build_data(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *ou
 	else
 		pi = last ? ENG_PI_LAST : ENG_PI_MIDDLE;
 
-	/* Validate and gather the payload before any state changes. */
+	/* Validate and gather the payload before any state changes. Where the caller lets it
+	 * (eng_qp_output_ref), a payload in one piece stays where it is. */
+	const uint8_t *payload = buf;
+	bool ref = qp->tx_ref && n >= qp->tx_ref;
 	if (w->inl) {
-		memcpy(buf, w->inline_data + off, n);
+		if (ref)
+			payload = w->inline_data + off;
+		else
+			memcpy(buf, w->inline_data + off, n);
 	} else if (n) {
 		struct eng_iov iov[ENG_MAX_SGE];
 		int k = eng_sge_resolve(qp, w->sge, w->num_sge, off, n, ENG_ACCESS_LOCAL_READ, iov);
@@ -151,10 +157,13 @@ static int build_data(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *ou
 			fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
 			return 0;
 		}
-		for (int i = 0; i < k; i++) {
-			memcpy(buf + pos, iov[i].ptr, iov[i].len);
-			pos += iov[i].len;
-		}
+		if (k == 1 && ref)
+			payload = iov[0].ptr;
+		else
+			for (int i = 0; i < k; i++) {
+				memcpy(buf + pos, iov[i].ptr, iov[i].len);
+				pos += iov[i].len;
+			}
 	}
 
 	if (off == 0) {
@@ -181,7 +190,7 @@ static int build_data(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *ou
 		memcpy(out->imm, w->imm, 4);
 	if (last && w->op == ENG_OP_SEND_INV)
 		out->ieth = w->inv_rkey;
-	out->payload = buf;
+	out->payload = payload;
 	out->payload_len = n;
 	advance(qp, w, 1, n, last, now);
 	return 1;

@@ -698,6 +698,7 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 	bool last = rem <= pmtu;
 	bool first = j->offset == 0 && j->from_first;
 	enum eng_pos_idx pi;
+	const uint8_t *payload = buf;
 
 	if (first)
 		pi = last ? ENG_PI_ONLY : ENG_PI_FIRST;
@@ -716,7 +717,10 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 			fatal(qp, ENG_ERR_REMOTE_ACCESS, j->psn, IBV_WC_SUCCESS);
 			return eng_resp_output(qp, out, buf);
 		}
-		memcpy(buf, src, n);
+		if (qp->tx_ref && n >= qp->tx_ref)
+			payload = src; /* eng_qp_output_ref: sent from where it lies */
+		else
+			memcpy(buf, src, n);
 	}
 	out->bth.opcode = resp_op(qp, opcodes[pi]);
 	out->bth.psn = j->psn;
@@ -724,7 +728,7 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 		out->aeth.syndrome = SYND_ACK;
 		out->aeth.msn = j->msn;
 	}
-	out->payload = buf;
+	out->payload = payload;
 	out->payload_len = n;
 	j->psn = psn_add(j->psn, 1);
 	j->offset += n;

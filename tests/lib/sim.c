@@ -536,8 +536,14 @@ bool sim_step(struct sim *s)
 		for (int q = 0; q < n->nqp; q++) {
 			int r;
 
-			while ((r = eng_qp_output(n->qp[q], s->now, &out, s->buf, 4096)) == 1)
+			while ((r = s->ref_min ? eng_qp_output_ref(n->qp[q], s->now, &out, s->buf,
+								   4096, NULL, s->ref_min)
+					       : eng_qp_output(n->qp[q], s->now, &out, s->buf,
+							       4096)) == 1) {
+				if (out.payload_len && out.payload != s->buf)
+					s->stats.ref_out++;
 				link_send(s, i == SIM_A ? SIM_AB : SIM_BA, &out);
+			}
 			if (r < 0)
 				abort();
 		}

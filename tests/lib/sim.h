@@ -97,6 +97,7 @@ struct sim_stats {
 	uint64_t delayed[2];
 	uint64_t delivered[2];
 	uint64_t no_qp[2];
+	uint64_t ref_out; /* packets whose payload the engine left where it lies (ref_min) */
 };
 
 struct sim {
@@ -112,6 +113,9 @@ struct sim {
 	void *tap_arg;
 	bool wire;  /* serialise through roce_build / roce_parse */
 	bool trace; /* print every packet (also with $SIM_TRACE set) */
+	/* > 0: packets come out through eng_qp_output_ref with this ref_min (payloads may point
+	 * into registered memory or inline data; the link copies them at once) */
+	uint32_t ref_min;
 	uint64_t rng;
 	struct sim_stats stats;
 	struct sim_inflight *heap;
