@@ -29,6 +29,8 @@
 #define PKT_ROOM (ROCE_MAX_HDR_LEN + 4096 + 4 + ROCE_ICRC_LEN)
 /* Packets one QP may emit per pass before the others get a turn. */
 #define QP_BURST 64
+/* Payloads at least this long are sent from registered memory (drain_qp). */
+#define REF_MIN 1024
 /* Longest the progress thread sleeps without looking at the time. */
 #define MAX_SLEEP_NS 20000000ull
 
@@ -544,7 +546,8 @@ static int train_len(const struct io_pkt *t, int n)
 	return k;
 }
 
-/* Writes p's ICRC (its last 4 bytes) for the IPv4 Identification the kernel will give it. */
+/* Writes p's ICRC (its last 4 bytes, in buf) for the IPv4 Identification the kernel will give
+ * it. */
 static void seal(struct io_pkt *p, uint16_t ip_id)
 {
 	struct roce_envelope env = {.ipv6 = p->ipv6,
@@ -552,9 +555,17 @@ static void seal(struct io_pkt *p, uint16_t ip_id)
 				    .df = true,
 				    .sport = p->sport,
 				    .dport = p->dport};
-	size_t len = p->len - ROCE_ICRC_LEN;
 	memcpy(env.src, p->src, 16);
 	memcpy(env.dst, p->dst, 16);
+	if (p->ext) {
+		/* headers | payload where it lies | pad, ICRC (drain_qp) */
+		size_t pad = p->len - p->ext_len - p->ext_at - ROCE_ICRC_LEN;
+		uint8_t *tail = p->buf + p->ext_at;
+		roce_icrc_put(tail + pad,
+			      roce_icrc3(&env, p->buf, p->ext_at, p->ext, p->ext_len, tail, pad));
+		return;
+	}
+	size_t len = p->len - ROCE_ICRC_LEN;
 	roce_icrc_put(p->buf + len, roce_icrc(&env, p->buf, len));
 }
 
@@ -590,10 +601,15 @@ static void flush_tx(struct core_ctx *c, uint64_t now)
 }
 
 /* Pulls up to QP_BURST packets from one QP into the transmit batch. Returns true if the QP
- * may have more. The engine copies the payload straight to where it goes in the datagram;
- * the headers are written in front of it, so a payload byte is copied once. */
+ * may have more. A payload of REF_MIN bytes or more in one piece of registered memory stays
+ * there: the kernel's copy into the datagram is its only one (io_pkt.ext: the datagram is
+ * headers | payload | pad, ICRC, sent before the context's lock is let go, as eng_qp_output_ref
+ * asks). A shorter one, or one the fault stage may hold, the engine copies straight to where it
+ * goes in the room, the headers written in front of it: copying it costs less than the kernel's
+ * walk over three pieces. */
 static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 {
+	uint32_t ref_min = c->fault || c->fault6 ? UINT32_MAX : REF_MIN;
 	for (int n = 0; n < QP_BURST; n++) {
 		/* A batch goes out through one socket: one family per batch. */
 		if (c->ntx == BATCH || (!s->ud && c->ntx && c->tx_v6 != s->path.ipv6))
@@ -602,9 +618,11 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 		uint8_t *payload = room + ROCE_MAX_HDR_LEN;
 		struct roce_pkt pkt;
 		uint32_t ah = 0;
-		if (eng_qp_output_dest(s->qp, now, &pkt, payload,
-				       PKT_ROOM - ROCE_MAX_HDR_LEN - 4 - ROCE_ICRC_LEN, &ah) != 1)
+		if (eng_qp_output_ref(s->qp, now, &pkt, payload,
+				      PKT_ROOM - ROCE_MAX_HDR_LEN - 4 - ROCE_ICRC_LEN, &ah,
+				      ref_min) != 1)
 			return false;
+		bool ref = pkt.payload != payload;
 		/* Where it goes: the QP's path, or for UD the WR's address handle, resolved
 		 * for this packet alone. */
 		const struct core_path *path;
@@ -623,9 +641,11 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 				 * payload to the first room. */
 				flush_tx(c, now);
 				room = c->txbuf[0];
-				memcpy(room + ROCE_MAX_HDR_LEN, payload, pkt.payload_len);
+				if (!ref) {
+					memcpy(room + ROCE_MAX_HDR_LEN, payload, pkt.payload_len);
+					pkt.payload = room + ROCE_MAX_HDR_LEN;
+				}
 				payload = room + ROCE_MAX_HDR_LEN;
-				pkt.payload = payload;
 			}
 		} else {
 			if (!s->has_path)
@@ -637,10 +657,11 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 		uint8_t *start = payload - hlen;
 		if (hlen == 0 || roce_build_hdrs(&pkt, start, hlen) != hlen)
 			continue;
-		size_t len = hlen + pkt.payload_len;
+		/* The pad (and the ICRC) follow the headers when the payload is elsewhere. */
+		size_t in_room = ref ? 0 : pkt.payload_len;
 		size_t pad = (4 - (pkt.payload_len & 3)) & 3;
-		memset(start + len, 0, pad);
-		len += pad;
+		memset(start + hlen + in_room, 0, pad);
+		size_t len = hlen + pkt.payload_len + pad;
 		uint16_t dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
 		len += ROCE_ICRC_LEN; /* written by flush_tx */
 
@@ -656,6 +677,9 @@ static bool drain_qp(struct core_ctx *c, struct core_qp *s, uint64_t now)
 		p->dport = dport;
 		p->tos = path->tos;
 		p->ttl = path->ttl;
+		p->ext = ref ? pkt.payload : NULL;
+		p->ext_len = ref ? pkt.payload_len : 0;
+		p->ext_at = ref ? (uint32_t)hlen : 0;
 	}
 	return true;
 }
