@@ -678,13 +678,16 @@ static void nap_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Waits on the kick alone (the application moves the bytes: the connections are left to it)
- * until the time runs out or a kick comes. */
+/* Waits on the kick and the mover's deadman alone (the application moves the bytes: the
+ * connections are left to it) until the time runs out, a kick comes or the deadman fires (a
+ * look: mover_deadman_fired). */
 static void nap_on_kick(struct iwp *p, uint64_t ns)
 {
 	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-	struct pollfd k = {.fd = p->kickfd, .events = POLLIN};
-	ppoll(&k, 1, &ts, NULL);
+	struct pollfd k[2] = {{.fd = p->kickfd, .events = POLLIN},
+			      {.fd = p->mv.deadman_fd, .events = POLLIN}};
+	if (ppoll(k, p->mv.deadman_fd >= 0 ? 2 : 1, &ts, NULL) > 0 && (k[1].revents & POLLIN))
+		mover_deadman_fired(&p->mv);
 }
 
 /* The data-path thread: who moves the bytes, the application or this thread, is core/mover.h's
@@ -761,6 +764,7 @@ int iwp_start_thread(struct iwp *p)
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = p};
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->kickfd, &e) != 0)
 		goto fail;
+	mover_deadman_open(&p->mv); /* -1: looks by time-out */
 	if (pthread_create(&p->thread, NULL, iwp_main, p) != 0) {
 		errno = EAGAIN;
 		goto fail;
@@ -774,6 +778,7 @@ fail:;
 	if (p->kickfd >= 0)
 		close(p->kickfd);
 	p->epfd = p->kickfd = -1;
+	mover_deadman_close(&p->mv);
 	return err;
 }
 
@@ -809,6 +814,7 @@ void iwp_destroy(struct iwp *p)
 		close(p->epfd);
 	if (p->kickfd >= 0)
 		close(p->kickfd);
+	mover_deadman_close(&p->mv);
 	pthread_mutex_destroy(&p->accept_lock);
 	free(p);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 const char *const mover_counter_names[MOVER_NCOUNTERS] = {
@@ -26,17 +27,67 @@ static bool app_active(const struct mover *m, uint64_t now)
 	return last != 0 && (int64_t)(now - last) < (int64_t)MOVER_GRACE_NS;
 }
 
+/* Sets the deadman to fire at `at` (absolute, core_now_ns), or disarms it (0). */
+static void arm(const struct mover *m, uint64_t at)
+{
+	if (m->deadman_fd < 0)
+		return;
+	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(at / 1000000000ull),
+					      .tv_nsec = (long)(at % 1000000000ull)}};
+	timerfd_settime(m->deadman_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 static void set_who(struct mover *m, enum mover_who who)
 {
 	atomic_store_explicit(&m->who, who, memory_order_relaxed);
 	m->n[who == MOVER_THREAD ? MOVER_CNT_to_thread : MOVER_CNT_to_app]++;
 	m->nap = MOVER_GRACE_NS;
 	m->idle = 0;
+	if (who == MOVER_THREAD) {
+		/* No looks in THREAD. An application call that still saw APP may arm it again:
+		 * the thread then ignores the wake-up (mover_deadman_fired). */
+		atomic_store_explicit(&m->look_at, 0, memory_order_relaxed);
+		arm(m, 0);
+	}
+}
+
+void mover_deadman_open(struct mover *m)
+{
+	m->deadman_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+void mover_deadman_close(struct mover *m)
+{
+	if (m->deadman_fd >= 0)
+		close(m->deadman_fd);
+	m->deadman_fd = -1;
+}
+
+void mover_deadman_fired(struct mover *m)
+{
+	uint64_t n;
+	if (m->deadman_fd >= 0 && read(m->deadman_fd, &n, sizeof(n)) < 0) {
+		/* not expired (an application re-armed it meanwhile): nothing to clear */
+	}
+	if (mover_who(m) == MOVER_APP)
+		m->fired = true;
+}
+
+void mover_push_look(struct mover *m, uint64_t now)
+{
+	uint64_t old = atomic_load_explicit(&m->look_at, memory_order_relaxed);
+	uint64_t at = now + MOVER_NAP_MAX_NS;
+	if (old + MOVER_REARM_NS >= at ||
+	    !atomic_compare_exchange_strong_explicit(&m->look_at, &old, at, memory_order_relaxed,
+						     memory_order_relaxed))
+		return; /* another of its threads has just pushed it */
+	arm(m, at);
 }
 
 void mover_init(struct mover *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->deadman_fd = -1;
 	/* Nobody polls yet (connections are being set up): the thread moves the packets. */
 	atomic_store_explicit(&m->who, MOVER_THREAD, memory_order_relaxed);
 	m->nap = MOVER_GRACE_NS;
@@ -79,8 +130,29 @@ struct mover_wait mover_plan(struct mover *m, uint64_t now, uint64_t deadline, u
 {
 	if (mover_who(m) == MOVER_APP && !app_active(m, now))
 		set_who(m, MOVER_THREAD);
-	if (mover_who(m) == MOVER_APP)
-		return (struct mover_wait){.on_io = false, .until = now + m->nap};
+	if (mover_who(m) == MOVER_APP) {
+		/* The next look: a nap from now if the last one is over (or none was armed);
+		 * the deadman is set again after it fired, also when the application pushed the
+		 * look meanwhile (its timerfd_settime and ours may have crossed). */
+		uint64_t look = atomic_load_explicit(&m->look_at, memory_order_relaxed);
+		if (look <= now) {
+			uint64_t at = now + m->nap;
+			if (atomic_compare_exchange_strong_explicit(
+				&m->look_at, &look, at, memory_order_relaxed, memory_order_relaxed))
+				look = at;
+			m->fired = true;
+		}
+		if (m->fired)
+			arm(m, look);
+		m->fired = false;
+		/* A timer the application leaves overdue for a nap is the thread's (mover_woke). */
+		uint64_t until = now + max_sleep;
+		if (deadline != UINT64_MAX && deadline + m->nap < until)
+			until = deadline + m->nap + 1;
+		if (m->deadman_fd < 0 && look < until)
+			until = look;
+		return (struct mover_wait){.on_io = false, .until = until};
+	}
 	/* While the application polls, check back after MOVER_GRACE_NS: a wake-up for a
 	 * packet it read first never reaches the thread (epoll finds the socket empty and
 	 * sleeps on), so only the time tells that the thread is not needed. */
@@ -119,15 +191,16 @@ bool mover_woke(struct mover *m, uint64_t now, bool on_io, uint64_t deadline)
 			app_served(m);
 		return false;
 	}
-	/* A look: is the application still there? */
+	/* A look (the deadman, or the time): is the application still there? */
 	if (!app_active(m, now)) {
 		set_who(m, MOVER_THREAD);
 		return true;
 	}
-	m->nap = m->nap * 2 > MOVER_NAP_MAX_NS ? MOVER_NAP_MAX_NS : m->nap * 2;
 	/* It polls, and runs the timers in its polls; one it has left overdue for a whole nap
 	 * (it only posts, say) is run here. */
-	return deadline != UINT64_MAX && deadline + m->nap < now;
+	bool overdue = deadline != UINT64_MAX && deadline + m->nap < now;
+	m->nap = m->nap * 2 > MOVER_NAP_MAX_NS ? MOVER_NAP_MAX_NS : m->nap * 2;
+	return overdue;
 }
 
 bool mover_lock_busy(struct mover *m)

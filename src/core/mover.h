@@ -11,7 +11,13 @@
  * The policy, per context (one for RoCE's UDP sockets, one for iWARP's TCP connections):
  * - APP: the application moves the packets. The thread is not on the sockets (a datagram
  *   wakes nobody); it looks once per nap, the nap doubling from MOVER_GRACE_NS to
- *   MOVER_NAP_MAX_NS while the application keeps polling. It takes over (THREAD) when the
+ *   MOVER_NAP_MAX_NS while the application keeps polling. The look is a timer (the deadman,
+ *   a timerfd) that the application's calls push back: while it keeps calling, the look stays
+ *   between MOVER_NAP_MAX_NS - MOVER_REARM_NS and MOVER_NAP_MAX_NS ahead (one timerfd_settime
+ *   per MOVER_REARM_NS of its calls) and the thread never wakes on its core, where each look
+ *   was a context switch in the middle of a round trip (sr_perf -t lat, 20,000 round trips of
+ *   12-18 us, pinned: a look every millisecond on each side came to one round trip in 30
+ *   and set the p99). It takes over (THREAD) when the
  *   application is inside no poll or post and has done neither for MOVER_GRACE_NS (it
  *   computes, or spins on memory as an RDMA WRITE target does: the packets it waits for
  *   wait for the thread's next look, at most a nap) or when it blocks for a completion
@@ -47,6 +53,9 @@
 #define MOVER_NAP_MAX_NS 1000000ull
 /* The thread's time slice, where the kernel lets it be set (mover_thread_setup). */
 #define MOVER_SLICE_NS 100000ull
+/* The application pushes the thread's next look back to MOVER_NAP_MAX_NS ahead when it is
+ * nearer than MOVER_NAP_MAX_NS - MOVER_REARM_NS: at most one timerfd_settime per this long. */
+#define MOVER_REARM_NS 500000ull
 /* An application that polls does so at least this often (an empty poll is a system call). */
 #define MOVER_POLL_GAP_NS 3000ull
 /* Wake-ups in a row for packets the application was polling for: APP. */
@@ -75,6 +84,9 @@ struct mover {
 				      * post (high 16 bits) now */
 	_Atomic int who;	     /* enum mover_who; the application reads it */
 	uint64_t nap;		     /* thread only: the next look-out nap in APP */
+	_Atomic uint64_t look_at;    /* APP: when the deadman fires (the next look), 0: unarmed */
+	int deadman_fd;		     /* the timerfd behind look_at, -1: none (looks by time-out) */
+	bool fired;		     /* thread only: the deadman fired since the last plan */
 	unsigned idle;		     /* thread only: wake-ups in a row the application served */
 	uint64_t woke_at;	     /* thread only: the last wake-up in THREAD */
 	uint64_t app_at_wake;	     /* thread only: last_app then */
@@ -93,6 +105,17 @@ void mover_init(struct mover *m);
 /* Called by the thread itself when it starts: Linux lets a thread's timed waits end up to
  * its timer slack late (50 us by default), longer than the short naps above. */
 void mover_thread_setup(void);
+
+/* The deadman timer (a timerfd on CLOCK_MONOTONIC, core_now_ns's clock): the thread opens it
+ * before it starts (-1 if the kernel refuses: then each look is a time-out of the thread's
+ * wait), waits on its fd along with the rest, and calls mover_deadman_fired after reading
+ * it; closed by mover_deadman_close once the thread has stopped. */
+void mover_deadman_open(struct mover *m);
+void mover_deadman_close(struct mover *m);
+void mover_deadman_fired(struct mover *m);
+
+/* Application: pushes the next look back to now + MOVER_NAP_MAX_NS (mover_leave). */
+void mover_push_look(struct mover *m, uint64_t now);
 
 /* The application polled or posted at now. */
 static inline void mover_note_app(struct mover *m, uint64_t now)
@@ -114,6 +137,10 @@ static inline void mover_leave(struct mover *m, unsigned what, uint64_t now)
 {
 	mover_note_app(m, now);
 	atomic_fetch_sub_explicit(&m->inside, what, memory_order_release);
+	if (atomic_load_explicit(&m->who, memory_order_relaxed) == MOVER_APP &&
+	    atomic_load_explicit(&m->look_at, memory_order_relaxed) + MOVER_REARM_NS <
+		now + MOVER_NAP_MAX_NS)
+		mover_push_look(m, now);
 }
 
 /* The application is about to block for a completion event: true when the thread must be
@@ -121,7 +148,8 @@ static inline void mover_leave(struct mover *m, unsigned what, uint64_t now)
 bool mover_app_blocks(struct mover *m);
 
 /* Thread: how to wait from now; deadline is the earliest timer (UINT64_MAX: none), max_sleep
- * the longest wait without looking at the time. */
+ * the longest wait without looking at the time. In APP it arms the deadman for the next look
+ * (until then covers only timers and max_sleep, or without a deadman the look too). */
 struct mover_wait mover_plan(struct mover *m, uint64_t now, uint64_t deadline, uint64_t max_sleep);
 
 /* Thread: after a wait (on_io: the sockets have something), whether to make a pass now;

@@ -332,11 +332,13 @@ int core_qp_set_ud(struct core_ctx *c, uint32_t qpn)
 	return 0;
 }
 
-/* epoll data: the IPv4 and IPv6 sockets, the kick eventfd, the multicast group sockets. */
-#define EV_SOCK4 0u
-#define EV_KICK	 1u
-#define EV_SOCK6 2u
-#define EV_MCAST 3u
+/* epoll data: the IPv4 and IPv6 sockets, the kick eventfd, the multicast group sockets, the
+ * mover's deadman timer. */
+#define EV_SOCK4   0u
+#define EV_KICK	   1u
+#define EV_SOCK6   2u
+#define EV_MCAST   3u
+#define EV_DEADMAN 4u
 
 int core_mcast_attach(struct core_ctx *c, uint32_t qpn, const uint8_t mgid[16])
 {
@@ -1184,13 +1186,19 @@ static void *progress_main(void *arg)
 		bool held = w.on_io && (io_udp_pending(c->io) || io_udp_pending(c->io6));
 		int n = core_epoll_nap(c->epfd, evs, 4, held || w.until <= now ? 0 : w.until - now);
 		atomic_store_explicit(&c->thread_wake_at, 0, memory_order_relaxed);
-		bool on_io = held;
+		bool on_io = held, dead = false, kicked = false;
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u32 == EV_KICK) {
 				uint64_t v;
 				if (read(c->kickfd, &v, sizeof(v)) < 0) {
 					/* spurious: nothing to clear */
 				}
+				kicked = true;
+				continue;
+			}
+			if (evs[i].data.u32 == EV_DEADMAN) {
+				mover_deadman_fired(&c->mv);
+				dead = true;
 				continue;
 			}
 			on_io = true;
@@ -1202,6 +1210,10 @@ static void *progress_main(void *arg)
 		if (atomic_load(&c->stop))
 			break;
 		now = core_now_ns();
+		/* The deadman alone in THREAD (an application call armed it as the thread took
+		 * over): no look, no time-out. */
+		if (dead && !on_io && !kicked && now < w.until && mover_who(&c->mv) == MOVER_THREAD)
+			continue;
 		if (!mover_woke(&c->mv, now, on_io,
 				__atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED)))
 			continue;
@@ -1334,6 +1346,11 @@ int core_start(struct core_ctx *c, char *err, size_t errlen)
 		struct epoll_event ev = {.events = EPOLLIN};
 		ev.data.u32 = EV_KICK;
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->kickfd, &ev);
+		mover_deadman_open(&c->mv);
+		ev.data.u32 = EV_DEADMAN;
+		if (c->mv.deadman_fd >= 0 &&
+		    epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->mv.deadman_fd, &ev) != 0)
+			mover_deadman_close(&c->mv); /* looks by time-out */
 	}
 	c->qpn_base = (uint32_t)io_udp_slot(io) << 16;
 	c->io = io;
@@ -1354,6 +1371,7 @@ close_fds:
 	if (c->kickfd >= 0)
 		close(c->kickfd);
 	c->epfd = c->kickfd = -1;
+	mover_deadman_close(&c->mv);
 	if (c->fault)
 		io_fault_destroy(c->fault);
 	c->fault = NULL;
@@ -1504,6 +1522,7 @@ void core_ctx_destroy(struct core_ctx *c)
 		close(c->epfd);
 	if (c->kickfd >= 0)
 		close(c->kickfd);
+	mover_deadman_close(&c->mv);
 	if (c->fault)
 		io_fault_destroy(c->fault);
 	if (c->fault6)

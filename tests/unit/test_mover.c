@@ -6,10 +6,15 @@
  * block asks for a kick only while it moves the packets itself; a lock held by the application
  * is waited for in THREAD and skipped in a look; while the application polls, timeouts with
  * nothing for the thread count as its doing; a timer the polling application leaves
- * overdue is run by a look; the nap doubles up to MOVER_NAP_MAX_NS. */
+ * overdue is run by a look; the nap doubles up to MOVER_NAP_MAX_NS. With a deadman timer the
+ * looks are the timer's: the application's calls push it back (one re-arm per MOVER_REARM_NS)
+ * and the thread's waits cover only timers. */
 #include "check.h"
 
 #include <stdint.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/mover.h"
 
@@ -261,6 +266,97 @@ static void inside_a_poll_counts_as_polling(void)
 	mover_leave(&m, MOVER_IN_POST, t);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* When the deadman fires (absolute, CLOCK_MONOTONIC), 0 when disarmed. */
+static uint64_t armed_at(const struct mover *m)
+{
+	struct itimerspec its;
+	REQUIRE(timerfd_gettime(m->deadman_fd, &its) == 0);
+	uint64_t left =
+	    (uint64_t)its.it_value.tv_sec * 1000000000ull + (uint64_t)its.it_value.tv_nsec;
+	return left ? mono_ns() + left : 0;
+}
+
+/* a and b within 1 ms (the test's own time between reading the clock and the timer). */
+static bool near(uint64_t a, uint64_t b)
+{
+	return (a > b ? a - b : b - a) < 1000 * US;
+}
+
+/* The deadman: in APP the thread arms the next look on the timer and sleeps past it; the
+ * application's calls push it back, at most once per MOVER_REARM_NS; a look after it fired
+ * finds the application gone; THREAD disarms it. The virtual clock runs 10 s ahead of the real
+ * one so that the timer's absolute times are in the future. */
+static void deadman(void)
+{
+	struct mover m;
+	mover_init(&m);
+	mover_deadman_open(&m);
+	REQUIRE(m.deadman_fd >= 0);
+	uint64_t t = mono_ns() + 10000000000ull;
+	t = served_until_app(&m, t);
+	mover_note_app(&m, t);
+	struct mover_wait w = mover_plan(&m, t, UINT64_MAX, 20000 * US);
+	CHECK(!w.on_io);
+	CHECK_EQ(w.until, t + 20000 * US); /* the look is the timer's, not the wait's */
+	uint64_t look = atomic_load(&m.look_at);
+	CHECK_EQ(look, t + MOVER_GRACE_NS);
+	uint64_t at = armed_at(&m);
+	CHECK(near(at, look));
+	/* The application leaves a poll: the look goes to a whole MOVER_NAP_MAX_NS ahead ... */
+	mover_enter(&m, MOVER_IN_POLL);
+	mover_leave(&m, MOVER_IN_POLL, t + 10 * US);
+	CHECK_EQ(atomic_load(&m.look_at), t + 10 * US + MOVER_NAP_MAX_NS);
+	at = armed_at(&m);
+	CHECK(near(at, t + 10 * US + MOVER_NAP_MAX_NS));
+	/* ... and stays while it is more than MOVER_NAP_MAX_NS - MOVER_REARM_NS ahead. */
+	mover_enter(&m, MOVER_IN_POLL);
+	mover_leave(&m, MOVER_IN_POLL, t + 10 * US + MOVER_REARM_NS - 1 * US);
+	CHECK_EQ(atomic_load(&m.look_at), t + 10 * US + MOVER_NAP_MAX_NS);
+	mover_enter(&m, MOVER_IN_POLL);
+	mover_leave(&m, MOVER_IN_POLL, t + 20 * US + MOVER_REARM_NS);
+	CHECK_EQ(atomic_load(&m.look_at), t + 20 * US + MOVER_REARM_NS + MOVER_NAP_MAX_NS);
+	/* It fired (the application stopped calling): a look finds it gone. */
+	t += 20 * US + MOVER_REARM_NS + MOVER_NAP_MAX_NS;
+	mover_deadman_fired(&m);
+	CHECK(mover_woke(&m, t, false, UINT64_MAX));
+	CHECK_EQ(mover_who(&m), MOVER_THREAD);
+	CHECK_EQ(atomic_load(&m.look_at), 0);
+	CHECK_EQ(armed_at(&m), 0);
+	/* A call that still saw APP pushes nothing in THREAD. */
+	mover_enter(&m, MOVER_IN_POLL);
+	mover_leave(&m, MOVER_IN_POLL, t + 1 * US);
+	CHECK_EQ(atomic_load(&m.look_at), 0);
+	/* Back in APP: a look that finds it still calling (inside a long poll) arms the next
+	 * nap from then, and a fired deadman whose look the application pushed meanwhile is set
+	 * again to the pushed time. */
+	t = served_until_app(&m, t + 1000 * US);
+	mover_note_app(&m, t);
+	w = mover_plan(&m, t, UINT64_MAX, 20000 * US);
+	mover_enter(&m, MOVER_IN_POLL);
+	CHECK(!mover_woke(&m, t + MOVER_GRACE_NS, false, UINT64_MAX));
+	w = mover_plan(&m, t + MOVER_GRACE_NS, UINT64_MAX, 20000 * US);
+	CHECK_EQ(atomic_load(&m.look_at), t + MOVER_GRACE_NS + 2 * MOVER_GRACE_NS);
+	atomic_store(&m.look_at, t + 5000 * US); /* pushed; its timerfd_settime lost the race */
+	mover_deadman_fired(&m);
+	w = mover_plan(&m, t + 50 * US, UINT64_MAX, 20000 * US);
+	at = armed_at(&m);
+	CHECK(near(at, t + 5000 * US));
+	mover_leave(&m, MOVER_IN_POLL, t + 60 * US);
+	/* A QP timer the application leaves overdue: the thread's wait ends a nap after it. */
+	mover_note_app(&m, t + 100 * US);
+	w = mover_plan(&m, t + 100 * US, t + 300 * US, 20000 * US);
+	CHECK(w.until > t + 300 * US && w.until <= t + 300 * US + MOVER_NAP_MAX_NS + 1);
+	mover_deadman_close(&m);
+	CHECK_EQ(m.deadman_fd, -1);
+}
+
 int main(void)
 {
 	inside_a_poll_counts_as_polling();
@@ -271,5 +367,6 @@ int main(void)
 	timeouts_while_app_polls();
 	blocking_app_kicks_only_in_app();
 	lock_and_timers();
+	deadman();
 	return check_exit();
 }
