@@ -127,7 +127,7 @@ void core_flush(struct core_ctx *c);
  * posts then leave in one system call, as one GSO train, and the peer acknowledges them with
  * one ACK. At most CORE_DEFER_POSTS posts wait; the next poll (core_poll_cq) or post sends
  * them, and if the application calls neither, the progress thread's next look does (at most
- * MOVER_NAP_MAX_NS, as for a timer the application leaves overdue). Without a progress thread
+ * MOVER_DEADMAN_NS after its last call, core/mover.h). Without a progress thread
  * (SOFTRDMA_PROGRESS_THREAD=0) nothing waits. A QP awaiting nothing (a ping-pong, the first
  * post of a burst) sends at once: no wait on the latency path. */
 #define CORE_DEFER_POSTS 16

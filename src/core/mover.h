@@ -11,13 +11,22 @@
  * The policy, per context (one for RoCE's UDP sockets, one for iWARP's TCP connections):
  * - APP: the application moves the packets. The thread is not on the sockets (a datagram
  *   wakes nobody); it looks once per nap, the nap doubling from MOVER_GRACE_NS to
- *   MOVER_NAP_MAX_NS while the application keeps polling. The look is a timer (the deadman,
- *   a timerfd) that the application's calls push back: while it keeps calling, the look stays
- *   between MOVER_NAP_MAX_NS - MOVER_REARM_NS and MOVER_NAP_MAX_NS ahead (one timerfd_settime
- *   per MOVER_REARM_NS of its calls) and the thread never wakes on its core, where each look
- *   was a context switch in the middle of a round trip (sr_perf -t lat, 20,000 round trips of
- *   12-18 us, pinned: a look every millisecond on each side came to one round trip in 30
- *   and set the p99). It takes over (THREAD) when the
+ *   MOVER_NAP_MAX_NS. The look is a timer (the deadman, a timerfd) that the application's
+ *   calls push back: while it keeps calling, the look stays between MOVER_DEADMAN_NS -
+ *   MOVER_REARM_NS and MOVER_DEADMAN_NS ahead (one timerfd_settime per MOVER_REARM_NS of its
+ *   calls), so the thread never wakes on its core, where each look was a context switch in the
+ *   middle of a round trip (sr_perf -t lat, 20,000 round trips of 12-18 us, pinned: a look
+ *   every millisecond on each side came to one round trip in 30 and set the p99). The look
+ *   stays beyond the kernel's next scheduler tick (4 ms at HZ=250): a timer set to expire
+ *   before it makes the kernel reprogram the CPU's timer, which in this project's virtual
+ *   machines costs 10-20 us per timerfd_settime (0.7 us beyond the tick), and at one per
+ *   500 us of calls that again set the p99. So an application that stops calling is taken
+ *   over 4-5 ms later (its packets and deferred posts wait that long once), where it was 1
+ *   ms with looks every nap. Unless it is an application that leaves packets waiting when it
+ *   stops calling (the take-over's first pass moved some: an RDMA WRITE target that polled
+ *   for its completion and now spins on memory for the peer's WRITE): for it the look is
+ *   kept MOVER_DEADMAN_SHORT_NS ahead, at the reprogramming's price, until a take-over
+ *   finds nothing waiting. It takes over (THREAD) when the
  *   application is inside no poll or post and has done neither for MOVER_GRACE_NS (it
  *   computes, or spins on memory as an RDMA WRITE target does: the packets it waits for
  *   wait for the thread's next look, at most a nap) or when it blocks for a completion
@@ -53,9 +62,14 @@
 #define MOVER_NAP_MAX_NS 1000000ull
 /* The thread's time slice, where the kernel lets it be set (mover_thread_setup). */
 #define MOVER_SLICE_NS 100000ull
-/* The application pushes the thread's next look back to MOVER_NAP_MAX_NS ahead when it is
- * nearer than MOVER_NAP_MAX_NS - MOVER_REARM_NS: at most one timerfd_settime per this long. */
-#define MOVER_REARM_NS 500000ull
+/* The application pushes the thread's next look back to MOVER_DEADMAN_NS ahead when it is
+ * nearer than MOVER_DEADMAN_NS - MOVER_REARM_NS: at most one timerfd_settime per
+ * MOVER_REARM_NS, each beyond a 250 Hz tick. */
+#define MOVER_DEADMAN_NS 5000000ull
+#define MOVER_REARM_NS	 1000000ull
+/* The same for an application that left packets waiting at its last take-over. */
+#define MOVER_DEADMAN_SHORT_NS 1000000ull
+#define MOVER_REARM_SHORT_NS   500000ull
 /* An application that polls does so at least this often (an empty poll is a system call). */
 #define MOVER_POLL_GAP_NS 3000ull
 /* Wake-ups in a row for packets the application was polling for: APP. */
@@ -87,6 +101,9 @@ struct mover {
 	_Atomic uint64_t look_at;    /* APP: when the deadman fires (the next look), 0: unarmed */
 	int deadman_fd;		     /* the timerfd behind look_at, -1: none (looks by time-out) */
 	bool fired;		     /* thread only: the deadman fired since the last plan */
+	bool took_over;		     /* thread only: a look has just taken over (mover_passed) */
+	_Atomic uint64_t horizon;    /* how far ahead the application pushes the look */
+	_Atomic uint64_t rearm;	     /* and how near it lets it come first */
 	unsigned idle;		     /* thread only: wake-ups in a row the application served */
 	uint64_t woke_at;	     /* thread only: the last wake-up in THREAD */
 	uint64_t app_at_wake;	     /* thread only: last_app then */
@@ -114,7 +131,7 @@ void mover_deadman_open(struct mover *m);
 void mover_deadman_close(struct mover *m);
 void mover_deadman_fired(struct mover *m);
 
-/* Application: pushes the next look back to now + MOVER_NAP_MAX_NS (mover_leave). */
+/* Application: pushes the next look back to now + horizon (mover_leave). */
 void mover_push_look(struct mover *m, uint64_t now);
 
 /* The application polled or posted at now. */
@@ -138,8 +155,9 @@ static inline void mover_leave(struct mover *m, unsigned what, uint64_t now)
 	mover_note_app(m, now);
 	atomic_fetch_sub_explicit(&m->inside, what, memory_order_release);
 	if (atomic_load_explicit(&m->who, memory_order_relaxed) == MOVER_APP &&
-	    atomic_load_explicit(&m->look_at, memory_order_relaxed) + MOVER_REARM_NS <
-		now + MOVER_NAP_MAX_NS)
+	    atomic_load_explicit(&m->look_at, memory_order_relaxed) +
+		    atomic_load_explicit(&m->rearm, memory_order_relaxed) <
+		now + atomic_load_explicit(&m->horizon, memory_order_relaxed))
 		mover_push_look(m, now);
 }
 

@@ -309,30 +309,58 @@ static void deadman(void)
 	CHECK_EQ(look, t + MOVER_GRACE_NS);
 	uint64_t at = armed_at(&m);
 	CHECK(near(at, look));
-	/* The application leaves a poll: the look goes to a whole MOVER_NAP_MAX_NS ahead ... */
+	/* The application leaves a poll: the look goes to a whole MOVER_DEADMAN_NS ahead ... */
 	mover_enter(&m, MOVER_IN_POLL);
 	mover_leave(&m, MOVER_IN_POLL, t + 10 * US);
-	CHECK_EQ(atomic_load(&m.look_at), t + 10 * US + MOVER_NAP_MAX_NS);
+	CHECK_EQ(atomic_load(&m.look_at), t + 10 * US + MOVER_DEADMAN_NS);
 	at = armed_at(&m);
-	CHECK(near(at, t + 10 * US + MOVER_NAP_MAX_NS));
-	/* ... and stays while it is more than MOVER_NAP_MAX_NS - MOVER_REARM_NS ahead. */
+	CHECK(near(at, t + 10 * US + MOVER_DEADMAN_NS));
+	/* ... and stays while it is more than MOVER_DEADMAN_NS - MOVER_REARM_NS ahead. */
 	mover_enter(&m, MOVER_IN_POLL);
 	mover_leave(&m, MOVER_IN_POLL, t + 10 * US + MOVER_REARM_NS - 1 * US);
-	CHECK_EQ(atomic_load(&m.look_at), t + 10 * US + MOVER_NAP_MAX_NS);
+	CHECK_EQ(atomic_load(&m.look_at), t + 10 * US + MOVER_DEADMAN_NS);
 	mover_enter(&m, MOVER_IN_POLL);
 	mover_leave(&m, MOVER_IN_POLL, t + 20 * US + MOVER_REARM_NS);
-	CHECK_EQ(atomic_load(&m.look_at), t + 20 * US + MOVER_REARM_NS + MOVER_NAP_MAX_NS);
+	CHECK_EQ(atomic_load(&m.look_at), t + 20 * US + MOVER_REARM_NS + MOVER_DEADMAN_NS);
 	/* It fired (the application stopped calling): a look finds it gone. */
-	t += 20 * US + MOVER_REARM_NS + MOVER_NAP_MAX_NS;
+	t += 20 * US + MOVER_REARM_NS + MOVER_DEADMAN_NS;
 	mover_deadman_fired(&m);
 	CHECK(mover_woke(&m, t, false, UINT64_MAX));
 	CHECK_EQ(mover_who(&m), MOVER_THREAD);
 	CHECK_EQ(atomic_load(&m.look_at), 0);
 	CHECK_EQ(armed_at(&m), 0);
+	/* The take-over's pass found packets waiting (a WRITE target spinning on memory): from
+	 * now on the application keeps the look MOVER_DEADMAN_SHORT_NS ahead. */
+	mover_passed(&m, false, false, true);
 	/* A call that still saw APP pushes nothing in THREAD. */
 	mover_enter(&m, MOVER_IN_POLL);
 	mover_leave(&m, MOVER_IN_POLL, t + 1 * US);
 	CHECK_EQ(atomic_load(&m.look_at), 0);
+	{
+		uint64_t u = served_until_app(&m, t + 1000 * US);
+		mover_enter(&m, MOVER_IN_POLL);
+		mover_leave(&m, MOVER_IN_POLL, u);
+		CHECK_EQ(atomic_load(&m.look_at), u + MOVER_DEADMAN_SHORT_NS);
+		mover_enter(&m, MOVER_IN_POLL);
+		mover_leave(&m, MOVER_IN_POLL, u + MOVER_REARM_SHORT_NS - 1 * US);
+		CHECK_EQ(atomic_load(&m.look_at), u + MOVER_DEADMAN_SHORT_NS);
+		mover_enter(&m, MOVER_IN_POLL);
+		mover_leave(&m, MOVER_IN_POLL, u + MOVER_REARM_SHORT_NS + 1 * US);
+		u += MOVER_REARM_SHORT_NS + 1 * US;
+		CHECK_EQ(atomic_load(&m.look_at), u + MOVER_DEADMAN_SHORT_NS);
+		/* A take-over with nothing waiting (it computes): the long horizon again. */
+		u += MOVER_DEADMAN_SHORT_NS;
+		mover_deadman_fired(&m);
+		CHECK(mover_woke(&m, u, false, UINT64_MAX));
+		mover_passed(&m, false, false, false);
+		t = served_until_app(&m, u + 1000 * US);
+		mover_enter(&m, MOVER_IN_POLL);
+		mover_leave(&m, MOVER_IN_POLL, t);
+		CHECK_EQ(atomic_load(&m.look_at), t + MOVER_DEADMAN_NS);
+		mover_deadman_fired(&m);
+		CHECK(mover_woke(&m, t + MOVER_DEADMAN_NS, false, UINT64_MAX));
+		t += MOVER_DEADMAN_NS;
+	}
 	/* Back in APP: a look that finds it still calling (inside a long poll) arms the next
 	 * nap from then, and a fired deadman whose look the application pushed meanwhile is set
 	 * again to the pushed time. */
