@@ -57,13 +57,15 @@
 #include "io/tcp.h"
 #include "softrdma.h"
 
-#define KiB	   (1u << 10)
-#define MiB	   (1u << 20)
-#define GUARD	   4096u      /* bytes either side of the area, never a target */
-#define AREA	   (16 * MiB) /* the target / source region of every transfer */
-#define SCRATCH	   4096u      /* after the second guard: small receives */
-#define BUF_SIZE   (AREA + 2 * GUARD + SCRATCH)
-#define WAIT_MS	   10000 /* the longest wait for one completion or state */
+#define KiB	 (1u << 10)
+#define MiB	 (1u << 20)
+#define GUARD	 4096u	    /* bytes either side of the area, never a target */
+#define AREA	 (16 * MiB) /* the target / source region of every transfer */
+#define SCRATCH	 4096u	    /* after the second guard: small receives */
+#define BUF_SIZE (AREA + 2 * GUARD + SCRATCH)
+/* The longest wait for one completion or state: a 1 MiB READ cut into 7-byte sends takes 4-5 s
+ * alone, and has taken over 10 s beside other tests. */
+#define WAIT_MS	   30000
 #define CONNECT_MS 5000
 #define QUIET_MS   100 /* after the last expected completion: nothing more may come */
 #define RESET_AT   (8 * MiB)
