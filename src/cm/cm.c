@@ -44,6 +44,12 @@ static struct {
 	struct cm_event *out;	     /* events handed out, not yet acked */
 	void *graves[CM_QUARANTINE]; /* freed ids and channels, zeroed (cm.h) */
 	unsigned ngraves;
+	/* Blocking channels destroyed under a thread that read them (channel_free). */
+	struct {
+		const void *ch;
+		pthread_t reader;
+	} left[CM_LEFT_MAX];
+	unsigned nleft;
 } cm = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -191,6 +197,7 @@ static void atfork_child(void)
 	cm.ids = NULL;
 	cm.chans = NULL;
 	cm.lingers = NULL;
+	memset(cm.left, 0, sizeof(cm.left));
 	cm.wake_fd = -1;
 	cm.thread_started = false;
 	cm.in_poll = false;
@@ -463,6 +470,10 @@ static struct cm_channel *channel_new(void)
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	ch->ch.fd = sv[0];
 	ch->wfd = sv[1];
+	for (unsigned i = 0; i < CM_LEFT_MAX; i++)
+		if (cm.left[i].ch == ch)
+			cm.left[i].ch =
+			    NULL; /* the address of a destroyed one, now a new channel */
 	ch->next = cm.chans;
 	cm.chans = ch;
 	return ch;
@@ -515,8 +526,28 @@ static void channel_free(struct cm_channel *ch)
 			id->id.channel = NULL;
 		}
 	ch->dead = true;
+	/* Its event thread may be between two rdma_get_cm_event calls, about to come back:
+	 * remember it (the memory is buried, the pointer may come back to us). */
+	int fl = fcntl(ch->ch.fd, F_GETFL);
+	if (ch->has_reader && !pthread_equal(ch->reader, pthread_self()) && fl >= 0 &&
+	    !(fl & O_NONBLOCK)) {
+		unsigned i = cm.nleft++ % CM_LEFT_MAX;
+		cm.left[i].ch = ch;
+		cm.left[i].reader = ch->reader;
+	}
 	if (!ch->readers)
 		channel_release(ch);
+}
+
+/* Did another thread destroy this (blocking) channel under the caller, its event reader?
+ * Under the lock. */
+static bool channel_left_reader(const void *ch)
+{
+	unsigned n = cm.nleft < CM_LEFT_MAX ? cm.nleft : CM_LEFT_MAX;
+	for (unsigned i = 0; i < n; i++)
+		if (cm.left[i].ch == ch && pthread_equal(cm.left[i].reader, pthread_self()))
+			return true;
+	return false;
 }
 
 struct rdma_event_channel *sr_rdma_create_event_channel(void)
@@ -650,8 +681,18 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 	 * an rdma_destroy_event_channel until the last reader has left. */
 	cm_lock();
 	if (!channel_live(ch)) {
+		bool wait = channel_left_reader(ch);
 		cm_unlock();
-		return fail(EBADF); /* destroyed (its fd closed), or never a channel */
+		/* Destroyed by another thread while this one, its reader, was between two calls
+		 * (Debian's rping: main destroys the channel as soon as its CM thread acked the
+		 * DISCONNECTED). The kernel's read blocks for good if the reader got to the fd
+		 * first, and fails with EBADF if the close did: an order of two threads that the
+		 * program cannot see. The reader waits, as in the first order, and the program
+		 * ends as it meant to. The destroying thread itself gets EBADF. */
+		if (wait)
+			for (;;)
+				pause(); /* a cancellation point, as read() is */
+		return fail(EBADF);	 /* destroyed (its fd closed), or never a channel */
 	}
 	ch->readers++;
 	for (;;) {
@@ -686,6 +727,8 @@ int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_even
 		struct cm_event *e = n == 1 ? channel_pop(ch) : NULL;
 		if (e) {
 			ch->readers--;
+			ch->reader = pthread_self();
+			ch->has_reader = true;
 			e->retrieved = true;
 			e->ch = NULL;
 			e->out_next = cm.out;

@@ -292,6 +292,11 @@ struct cm_channel {
 	 * its CM thread waits in rdma_get_cm_event, then exits). */
 	int readers;
 	bool dead;
+	/* The thread that last took an event from here. When another thread destroys the
+	 * channel, this one may be on its way back into rdma_get_cm_event (rping's CM thread
+	 * after its DISCONNECTED): it then waits there as if it had entered first (cm.c). */
+	pthread_t reader;
+	bool has_reader;
 	struct cm_channel *next;
 };
 
@@ -399,6 +404,8 @@ struct cm_id {
  * before their memory goes back to malloc, so that a stale pointer does not soon name a new
  * id at the same address. */
 #define CM_QUARANTINE 32
+/* Destroyed channels whose event thread is remembered (cm.c, rdma_get_cm_event). */
+#define CM_LEFT_MAX 8
 /* The live id at rid, or NULL. Under the lock. */
 struct cm_id *cm_id_live(const struct rdma_cm_id *rid);
 /* The same, taking the lock: 0, -EINVAL for NULL, -ENOENT for no live id. */

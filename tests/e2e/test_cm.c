@@ -2117,6 +2117,64 @@ static void test_destroy_race(void)
 	CHECK_EQ(got + blocked, 60);
 }
 
+struct returning_reader {
+	struct rdma_event_channel *ch;
+	volatile int acked, destroyed, returned;
+};
+
+static void *returning_reader_main(void *arg)
+{
+	struct returning_reader *r = arg;
+	struct rdma_cm_event *e;
+	if (rdma_get_cm_event(r->ch, &e) != 0) {
+		r->returned = -1;
+		return NULL;
+	}
+	rdma_ack_cm_event(e);
+	r->acked = 1;
+	while (!r->destroyed)
+		usleep(1000);
+	/* Back for the next event, on the channel the main thread destroyed meanwhile. */
+	r->returned = rdma_get_cm_event(r->ch, &e) == 0 ? 1 : -1;
+	return NULL;
+}
+
+/* The other order of the same race (Debian's rping -C 10 under load, test_cm_dropin): the
+ * event thread acks the last event, the main thread destroys the id and the channel, and only
+ * then does the event thread come back into rdma_get_cm_event. It waits there (as if it had
+ * come back first), never fails with EBADF; the destroying thread itself gets EBADF. */
+static void test_destroy_before_return(void)
+{
+	static struct returning_reader r;
+	r.ch = rdma_create_event_channel();
+	REQUIRE(r.ch);
+	struct rdma_cm_id *id;
+	REQUIRE(rdma_create_id(r.ch, &id, NULL, RDMA_PS_TCP) == 0);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, returning_reader_main, &r) == 0);
+	struct sockaddr_storage a = addr_of("127.0.0.1", 9);
+	REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0);
+	uint64_t until = now_ms() + WAIT_MS;
+	while (!r.acked && !r.returned && now_ms() < until)
+		usleep(1000);
+	CHECK_EQ(r.acked, 1);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	struct rdma_event_channel *ch = r.ch;
+	rdma_destroy_event_channel(ch);
+	r.destroyed = 1;
+	usleep(100000);
+	printf("  channel destroyed between two reads: the reader %s\n",
+	       r.returned ? "returned" : "waits");
+	CHECK_EQ(r.returned, 0);
+	if (!r.returned)
+		pthread_cancel(t);
+	pthread_join(t, NULL);
+	struct rdma_cm_event *e;
+	errno = 0;
+	CHECK_EQ(rdma_get_cm_event(ch, &e), -1);
+	CHECK_EQ(errno, EBADF);
+}
+
 /* Every call that takes an id, on one that is not live (destroyed, or garbage): each fails
  * with ENOENT (cm.h "The application's handles") and none reads through the pointer. */
 static void calls_on_stale_id(struct rdma_cm_id *id, const char *what)
@@ -2423,6 +2481,7 @@ static void test_api(void)
 	usleep(100000);
 	CHECK(!br.returned);
 	test_destroy_race();
+	test_destroy_before_return();
 }
 
 int main(int argc, char **argv)
