@@ -76,8 +76,8 @@ void mover_deadman_fired(struct mover *m)
 void mover_push_look(struct mover *m, uint64_t now)
 {
 	uint64_t old = atomic_load_explicit(&m->look_at, memory_order_relaxed);
-	uint64_t at = now + atomic_load_explicit(&m->horizon, memory_order_relaxed);
-	if (old + atomic_load_explicit(&m->rearm, memory_order_relaxed) >= at ||
+	uint64_t at = now + mover_look_ahead(m);
+	if (old + mover_look_rearm(m) >= at ||
 	    !atomic_compare_exchange_strong_explicit(&m->look_at, &old, at, memory_order_relaxed,
 						     memory_order_relaxed))
 		return; /* another of its threads has just pushed it */
@@ -88,8 +88,6 @@ void mover_init(struct mover *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->deadman_fd = -1;
-	atomic_store_explicit(&m->horizon, MOVER_DEADMAN_NS, memory_order_relaxed);
-	atomic_store_explicit(&m->rearm, MOVER_REARM_NS, memory_order_relaxed);
 	/* Nobody polls yet (connections are being set up): the thread moves the packets. */
 	atomic_store_explicit(&m->who, MOVER_THREAD, memory_order_relaxed);
 	m->nap = MOVER_GRACE_NS;
@@ -223,10 +221,7 @@ void mover_passed(struct mover *m, bool on_io, bool waited, bool did)
 		/* Did the application leave packets waiting when it stopped calling? Then it
 		 * waits for them elsewhere (on memory): its next looks come sooner (mover.h). */
 		m->took_over = false;
-		atomic_store_explicit(&m->horizon, did ? MOVER_DEADMAN_SHORT_NS : MOVER_DEADMAN_NS,
-				      memory_order_relaxed);
-		atomic_store_explicit(&m->rearm, did ? MOVER_REARM_SHORT_NS : MOVER_REARM_NS,
-				      memory_order_relaxed);
+		atomic_store_explicit(&m->left_waiting, did, memory_order_relaxed);
 	}
 	if (mover_who(m) == MOVER_APP || (!on_io && !waited))
 		return; /* a timer: says nothing about who reads the sockets */

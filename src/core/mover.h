@@ -102,8 +102,7 @@ struct mover {
 	int deadman_fd;		     /* the timerfd behind look_at, -1: none (looks by time-out) */
 	bool fired;		     /* thread only: the deadman fired since the last plan */
 	bool took_over;		     /* thread only: a look has just taken over (mover_passed) */
-	_Atomic uint64_t horizon;    /* how far ahead the application pushes the look */
-	_Atomic uint64_t rearm;	     /* and how near it lets it come first */
+	_Atomic bool left_waiting;   /* the last take-over found packets waiting: short looks */
 	unsigned idle;		     /* thread only: wake-ups in a row the application served */
 	uint64_t woke_at;	     /* thread only: the last wake-up in THREAD */
 	uint64_t app_at_wake;	     /* thread only: last_app then */
@@ -131,7 +130,21 @@ void mover_deadman_open(struct mover *m);
 void mover_deadman_close(struct mover *m);
 void mover_deadman_fired(struct mover *m);
 
-/* Application: pushes the next look back to now + horizon (mover_leave). */
+/* How far ahead the application pushes the next look, and how near it lets it come before it
+ * pushes again: MOVER_DEADMAN_NS and MOVER_REARM_NS, or their SHORT versions (left_waiting). */
+static inline uint64_t mover_look_ahead(const struct mover *m)
+{
+	return atomic_load_explicit(&m->left_waiting, memory_order_relaxed) ? MOVER_DEADMAN_SHORT_NS
+									    : MOVER_DEADMAN_NS;
+}
+
+static inline uint64_t mover_look_rearm(const struct mover *m)
+{
+	return atomic_load_explicit(&m->left_waiting, memory_order_relaxed) ? MOVER_REARM_SHORT_NS
+									    : MOVER_REARM_NS;
+}
+
+/* Application: pushes the next look back to now + mover_look_ahead (mover_leave). */
 void mover_push_look(struct mover *m, uint64_t now);
 
 /* The application polled or posted at now. */
@@ -155,9 +168,8 @@ static inline void mover_leave(struct mover *m, unsigned what, uint64_t now)
 	mover_note_app(m, now);
 	atomic_fetch_sub_explicit(&m->inside, what, memory_order_release);
 	if (atomic_load_explicit(&m->who, memory_order_relaxed) == MOVER_APP &&
-	    atomic_load_explicit(&m->look_at, memory_order_relaxed) +
-		    atomic_load_explicit(&m->rearm, memory_order_relaxed) <
-		now + atomic_load_explicit(&m->horizon, memory_order_relaxed))
+	    atomic_load_explicit(&m->look_at, memory_order_relaxed) + mover_look_rearm(m) <
+		now + mover_look_ahead(m))
 		mover_push_look(m, now);
 }
 
