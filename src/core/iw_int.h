@@ -65,7 +65,12 @@ struct iwp {
 	 * readable (or writable): an idle connection costs nothing (run_ready). */
 	struct iwp_conn *work;
 	unsigned nconns;
-	uint64_t visits; /* connections a pass looked at, all passes (a test's measure) */
+	/* The connection epoll last reported readable: read first by the next pass, which asks
+	 * epoll only when it had nothing, or after HOT_PASSES passes that did not (run_ready). */
+	struct iwp_conn *hot;
+	unsigned hot_passes; /* passes in a row served by hot alone */
+	uint64_t hot_reads;  /* passes served by hot alone, all passes (a test's measure) */
+	uint64_t visits;     /* connections a pass looked at, all passes (a test's measure) */
 	uint64_t passes;
 	int epfd, kickfd;
 	pthread_t thread;

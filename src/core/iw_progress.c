@@ -29,6 +29,8 @@
 /* Up to this many connections a pass visits each (a recv that finds nothing costs about what
  * asking epoll would); beyond, only those with work (run_ready). */
 #define FEW_CONNS 4
+/* Passes in a row that read only the connection last readable (run_ready). */
+#define HOT_PASSES 16
 /* Connections one pass takes from epoll; more ready ones are left to the next pass. */
 #define READY_MAX 64
 /* A busy-polling application retries a full socket at most this often: each try is a
@@ -201,6 +203,8 @@ static void conn_free(struct iwp *p, struct iwp_conn *k, bool reset)
 		k->next->pprev = k->pprev;
 	p->nconns--;
 	work_del(k);
+	if (p->hot == k)
+		p->hot = NULL;
 	if (k->qp)
 		iw_qp_set_link(k->qp, NULL);
 	if (k->in_epoll)
@@ -505,16 +509,43 @@ static bool run_every(struct iwp *p, bool rx, bool timers_only, uint64_t now, bo
 	return did;
 }
 
+/* rx: reads the connection epoll last reported readable; true if bytes came. */
+static bool run_hot(struct iwp *p, uint64_t now, bool *did, bool *sent)
+{
+	struct iwp_conn *h = p->hot;
+	if (!h || p->hot_passes >= HOT_PASSES)
+		return false;
+	uint64_t before = h->last_rx;
+	bool gone;
+	p->visits++;
+	*did |= conn_run(p, h, true, now, &gone, sent);
+	if (gone)
+		return false;
+	*did |= h->more;
+	p->again |= h->more;
+	relist(p, h);
+	return h->last_rx != before;
+}
+
 /* One pass over the connections with something to do: those epoll reports (rx: readable,
  * hung up, or writable where that was asked for), those on the work list, and those whose
  * timer is due. epoll is level-triggered: an event this thread takes from the set is still
  * reported to the progress thread (which may wait on the same set) while its cause remains,
- * and whatever epoll does not report stays on the work list until done (relist). */
+ * and whatever epoll does not report stays on the work list until done (relist).
+ * The connection that epoll last reported readable is read first, and epoll asked only when
+ * it had nothing (or after HOT_PASSES passes that it served alone, so that the others wait
+ * at most that long): a ping-pong's message then costs one system call, its recv, instead of
+ * an epoll_wait and the recv (100 B round trips with 1,000 idle QPs open took 1.15x those
+ * with none; with few connections each pass reads every one, FEW_CONNS). */
 static bool run_ready(struct iwp *p, bool rx, bool *sent)
 {
 	uint64_t now = core_now_ns();
 	bool did = false;
-	if (rx) {
+	if (rx && run_hot(p, now, &did, sent)) {
+		p->hot_passes++;
+		p->hot_reads++;
+	} else if (rx) {
+		p->hot_passes = 0;
 		struct epoll_event evs[READY_MAX];
 		int n = epoll_wait(p->epfd, evs, READY_MAX, 0);
 		for (int i = 0; i < n; i++) {
@@ -523,6 +554,8 @@ static bool run_ready(struct iwp *p, bool rx, bool *sent)
 				continue; /* the kick: the thread's */
 			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 				k->rx_due = true;
+			if (evs[i].events & EPOLLIN)
+				p->hot = k;
 			work_add(p, k);
 		}
 		if (n == READY_MAX)
