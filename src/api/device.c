@@ -8,6 +8,7 @@
 #include "core/mgroup.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
@@ -481,8 +482,20 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	cfg.no_thread = pt && !strcmp(pt, "0");
 	cfg.ifindex = (int)if_nametoindex(dev->ifname); /* multicast joins and sends */
 	const char *port = getenv("SOFTRDMA_UDP_PORT");
-	if (port)
-		cfg.port = (uint16_t)atoi(port);
+	if (port && *port) {
+		/* A port, or the open fails: 70000 wrapped to 4464 before, silently. */
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(port, &end, 10);
+		if (!isdigit((unsigned char)port[0]) || errno || *end || v == 0 || v > 65535) {
+			fprintf(stderr,
+				"softrdma: SOFTRDMA_UDP_PORT=%s is not a UDP port (1..65535)\n",
+				port);
+			ret = -EINVAL;
+			goto close_pipe;
+		}
+		cfg.port = (uint16_t)v;
+	}
 	ret = core_ctx_create(&cfg, &ctx->core);
 	if (ret < 0)
 		goto close_pipe;

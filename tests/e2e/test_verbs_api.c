@@ -814,6 +814,24 @@ int main(int argc, char **argv)
 	struct ibv_device **list;
 	struct ibv_device *dev = lo_device(&list);
 	REQUIRE(dev);
+	/* A SOFTRDMA_UDP_PORT that is not a port fails the open (EINVAL, and a message), never
+	 * wraps to another port (70000 was 4464); the variable set here is gone again after. */
+	const char *bad_ports[] = {"70000", "0", "-1", "12ab", " 4791", "99999999999999999999"};
+	char *saved = getenv("SOFTRDMA_UDP_PORT") ? strdup(getenv("SOFTRDMA_UDP_PORT")) : NULL;
+	for (size_t i = 0; i < sizeof(bad_ports) / sizeof(bad_ports[0]); i++) {
+		setenv("SOFTRDMA_UDP_PORT", bad_ports[i], 1);
+		errno = 0;
+		struct ibv_context *bad = ibv_open_device(dev);
+		CHECK(bad == NULL);
+		CHECK_EQ(errno, EINVAL);
+		if (bad)
+			ibv_close_device(bad);
+	}
+	if (saved)
+		setenv("SOFTRDMA_UDP_PORT", saved, 1);
+	else
+		unsetenv("SOFTRDMA_UDP_PORT");
+	free(saved);
 	iw = dev->transport_type == IBV_TRANSPORT_IWARP;
 	fprintf(stderr, "device %s (%s)\n", dev_name, iw ? "iWARP" : "RoCE");
 	CHECK_EQ(dev->transport_type, iw ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB);
