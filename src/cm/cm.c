@@ -470,10 +470,10 @@ static struct cm_channel *channel_new(void)
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	ch->ch.fd = sv[0];
 	ch->wfd = sv[1];
+	/* The address of a destroyed channel may come back for a new one. */
 	for (unsigned i = 0; i < CM_LEFT_MAX; i++)
 		if (cm.left[i].ch == ch)
-			cm.left[i].ch =
-			    NULL; /* the address of a destroyed one, now a new channel */
+			cm.left[i].ch = NULL;
 	ch->next = cm.chans;
 	cm.chans = ch;
 	return ch;
@@ -528,9 +528,10 @@ static void channel_free(struct cm_channel *ch)
 	ch->dead = true;
 	/* Its event thread may be between two rdma_get_cm_event calls, about to come back:
 	 * remember it (the memory is buried, the pointer may come back to us). */
-	int fl = fcntl(ch->ch.fd, F_GETFL);
-	if (ch->has_reader && !pthread_equal(ch->reader, pthread_self()) && fl >= 0 &&
-	    !(fl & O_NONBLOCK)) {
+	int fl = ch->has_reader && !pthread_equal(ch->reader, pthread_self())
+		     ? fcntl(ch->ch.fd, F_GETFL)
+		     : -1;
+	if (fl >= 0 && !(fl & O_NONBLOCK)) {
 		unsigned i = cm.nleft++ % CM_LEFT_MAX;
 		cm.left[i].ch = ch;
 		cm.left[i].reader = ch->reader;
@@ -543,8 +544,7 @@ static void channel_free(struct cm_channel *ch)
  * Under the lock. */
 static bool channel_left_reader(const void *ch)
 {
-	unsigned n = cm.nleft < CM_LEFT_MAX ? cm.nleft : CM_LEFT_MAX;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < CM_LEFT_MAX; i++)
 		if (cm.left[i].ch == ch && pthread_equal(cm.left[i].reader, pthread_self()))
 			return true;
 	return false;

@@ -481,6 +481,21 @@ static uint64_t conn_due(const struct iwp_conn *k)
 	return k->phase == PH_LINGER ? k->linger_until : k->nudge_next;
 }
 
+/* One visit of connection k in a pass (rx: it reads too): adds to *did what it did and what
+ * it left to do (k->more, which also brings the pass back at once). False if k went. */
+static bool conn_visit(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, bool *did,
+		       bool *sent)
+{
+	bool gone;
+	p->visits++;
+	*did |= conn_run(p, k, rx, now, &gone, sent);
+	if (gone)
+		return false;
+	*did |= k->more;
+	p->again |= k->more;
+	return true;
+}
+
 /* One pass over every connection, or (timers_only) over those whose timer is due; *sent set if
  * stream bytes went out. Sets next_timer. */
 static bool run_every(struct iwp *p, bool rx, bool timers_only, uint64_t now, bool *sent)
@@ -491,13 +506,8 @@ static bool run_every(struct iwp *p, bool rx, bool timers_only, uint64_t now, bo
 		next = k->next;
 		uint64_t due = conn_due(k);
 		if (!timers_only || (due && due <= now)) {
-			bool gone;
-			p->visits++;
-			did |= conn_run(p, k, rx, now, &gone, sent);
-			if (gone)
+			if (!conn_visit(p, k, rx, now, &did, sent))
 				continue;
-			did |= k->more;
-			p->again |= k->more;
 			if (timers_only)
 				relist(p, k);
 			due = conn_due(k);
@@ -516,13 +526,8 @@ static bool run_hot(struct iwp *p, uint64_t now, bool *did, bool *sent)
 	if (!h || p->hot_passes >= HOT_PASSES)
 		return false;
 	uint64_t before = h->last_rx;
-	bool gone;
-	p->visits++;
-	*did |= conn_run(p, h, true, now, &gone, sent);
-	if (gone)
+	if (!conn_visit(p, h, true, now, did, sent))
 		return false;
-	*did |= h->more;
-	p->again |= h->more;
 	relist(p, h);
 	return h->last_rx != before;
 }
@@ -563,15 +568,10 @@ static bool run_ready(struct iwp *p, bool rx, bool *sent)
 	}
 	for (struct iwp_conn *k = p->work, *next; k; k = next) {
 		next = k->wnext;
-		bool gone, krx = rx && (k->rx_due || k->more);
+		bool krx = rx && (k->rx_due || k->more);
 		k->rx_due = false;
-		p->visits++;
-		did |= conn_run(p, k, krx, now, &gone, sent);
-		if (gone)
-			continue;
-		did |= k->more;
-		p->again |= k->more;
-		relist(p, k);
+		if (conn_visit(p, k, krx, now, &did, sent))
+			relist(p, k);
 	}
 	uint64_t timer = atomic_load_explicit(&p->next_timer, memory_order_relaxed);
 	if (timer && now >= timer)
