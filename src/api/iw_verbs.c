@@ -275,7 +275,8 @@ int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask)
 		/* Auto-connect (iw_progress.h): the connection is made in the background. */
 		const uint8_t *local = ctx->dev->gid[attr->ah_attr.grh.sgid_index];
 		int r = iwp_auto_connect(ctx->iwp, qp->iqp, local, attr->ah_attr.grh.dgid.raw,
-					 attr->dest_qp_num, IW_MAX_IRD, IW_MAX_ORD);
+					 attr->dest_qp_num, attr->rq_psn & 0xFFFFFF, IW_MAX_IRD,
+					 IW_MAX_ORD);
 		if (r < 0) {
 			ret = -r;
 			goto unlock;
@@ -285,10 +286,12 @@ int sr_iw_modify_qp(struct sr_qp *qp, struct ibv_qp_attr *attr, int mask)
 	keep_attrs(qp, attr, mask);
 	if (mask & IBV_QP_STATE) {
 		uint64_t now = core_now_ns();
-		if (next == IBV_QPS_RTS && (eng == IBV_QPS_INIT || eng == IBV_QPS_RTR))
+		if (next == IBV_QPS_RTS && (eng == IBV_QPS_INIT || eng == IBV_QPS_RTR)) {
 			iw_qp_set_early_send(qp->iqp, true); /* sends wait for the connection */
-		else if (next == IBV_QPS_INIT || next == IBV_QPS_SQD || next == IBV_QPS_ERR ||
-			 next == IBV_QPS_RESET || (next == IBV_QPS_RTS && eng == IBV_QPS_SQD))
+			if (!cm_step && cur == IBV_QPS_RTR)
+				iwp_auto_connect_rts(ctx->iwp, qp->iqp, attr->sq_psn & 0xFFFFFF);
+		} else if (next == IBV_QPS_INIT || next == IBV_QPS_SQD || next == IBV_QPS_ERR ||
+			   next == IBV_QPS_RESET || (next == IBV_QPS_RTS && eng == IBV_QPS_SQD))
 			iw_qp_set_state(qp->iqp, next, now);
 		/* Leaving the stream: the peer sees a reset and flushes too. */
 		if (next == IBV_QPS_ERR || next == IBV_QPS_RESET)

@@ -62,7 +62,17 @@ int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_
  * without -R do) gets its TCP connection and MPA exchange from softrdma, in the background:
  * of the two QPs, the one with the lower (GID, QPN) connects to the other's address on the
  * rendezvous port (TCP, SOFTRDMA_IW_PORT, default 4791), carrying both QPNs in the MPA
- * Request's private data; the other accepts. Every softrdma process listens on that port
+ * Request's private data; the other accepts. Each side proves it is the peer the application
+ * named by the PSNs, which only the two applications exchanged (the QPNs and the address are
+ * guessable): each side's frame (Request, Reply) carries its SQ PSN once its QP is in RTS
+ * and its RQ PSN, and the other side checks them against its own RQ PSN (from RTR) and SQ PSN
+ * (from RTS). A Request that fails a check is closed (iw_rdv_drop_bad_psn; the initiator
+ * retries), one for no QP in RTR at once; one that nothing could be checked against yet
+ * (neither side in RTS: a receive-only QP, as perftest's bandwidth server, stays in RTR)
+ * waits for the QP's RTS, at most 16 per source address; the initiator, reaching RTS, starts
+ * again with its SQ PSN. So a pair of QPs that both stay in RTR does not connect, and a
+ * Request shows the initiator's PSNs to whoever holds the rendezvous port at the peer's
+ * address. Every softrdma process listens on that port
  * with SO_REUSEPORT; a process that accepts a connection for another process's QP passes the
  * socket to it over a local socket (abstract name softrdma-iw-<slot>; the slot is the
  * QPN's bits 16..23, so QPNs are unique per network namespace and user). The connecting side
@@ -82,7 +92,11 @@ int iwp_slot(struct iwp *p);
  * is qp itself, or qp is connecting already), or the listener's error (-EADDRINUSE: a
  * program that is not softrdma, or another user, has the rendezvous port). */
 int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
-		     const uint8_t peer[16], uint32_t peer_qpn, uint16_t ird, uint16_t ord);
+		     const uint8_t peer[16], uint32_t peer_qpn, uint32_t rq_psn, uint16_t ird,
+		     uint16_t ord);
+/* Under the lock: qp, being auto-connected, is in RTS with sq_psn: the exchange can start.
+ * Nothing when qp is not being auto-connected. */
+void iwp_auto_connect_rts(struct iwp *p, struct iw_qp *qp, uint32_t sq_psn);
 
 /* The auto-connect counters ("iw_rdv_*", and "iw_peer_closed": auto-connected streams whose
  * peer QP went away between messages; such a QP stays as it is, as on RoCE, and fails at its

@@ -8,11 +8,12 @@
  * cancel them (qp = NULL) and wake the thread, so the descriptors it polls stay valid.
  *
  * Wire: the initiator's MPA Request (revision 2, or 1) carries, after the RFC 6581 IRD/ORD
- * block, the 16-byte block below. The responder peeks at it (MSG_PEEK: nothing consumed, so
+ * block, the 24-byte block below. The responder peeks at it (MSG_PEEK: nothing consumed, so
  * the socket can be passed on untouched), then either passes the socket to the owner of the
  * destination QPN's slot, or matches it with a QP waiting for exactly that peer (address and
- * QPN) and runs the MPA responder on it. A connection that matches nothing is closed (the
- * initiator retries). */
+ * QPN) and PSNs, and runs the MPA responder on it; the Reply's private data is the 16-byte
+ * block below with the responder's PSNs, which the initiator checks (iw_progress.h: what the
+ * PSNs prove). A connection that matches nothing is closed (the initiator retries). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -30,6 +31,7 @@
 #define RETRY_MIN_NS  1000000ull    /* the initiator's first retry after a failure */
 #define RETRY_MAX_NS  100000000ull  /* and its longest back-off */
 #define PARK_NS	      5000000000ull /* an incoming connection waits this long for its QP */
+#define PARK_PER_PEER 16	    /* incoming connections waiting, per source address */
 #define PEEK_RETRY_NS 2000000ull    /* a half-arrived Request is looked at again after this */
 #define HS_FRAME_NS   5000000000ull /* each MPA frame (iw_conn timeout) */
 #define POLL_MAX_MS   100
@@ -38,9 +40,12 @@
 #define MAX_SLOT      255
 
 /* The auto-connect block of the Request's private data. */
-#define PD_MAGIC    "sRDV"
-#define PD_VERSION  1
-#define PD_LEN	    16 /* magic[4] version[1] reserved[3] dst_qpn[4] src_qpn[4], big-endian */
+#define PD_MAGIC   "sRDV"
+#define PD_VERSION 2
+#define PD_LEN	   24	/* magic[4] version[1] flags[1] reserved[2] dst_qpn[4] src_qpn[4] psns[8] */
+#define PD_REPLY   16	/* magic[4] version[1] flags[1] reserved[2] psns[8]; all big-endian */
+#define PD_HAS_SQ  0x01 /* flags: the sender is in RTS, psns[0..3] is its SQ PSN */
+/* psns: the sender's SQ PSN (if PD_HAS_SQ), then its RQ PSN. */
 #define MPA_KEY_REQ "MPA ID Req Frame"
 #define MPA_HDR	    20 /* key[16] flags[1] rev[1] pd_length[2] */
 #define MPA_IRD_ORD 4  /* revision 2: the RFC 6581 block heads the private data */
@@ -59,7 +64,8 @@
 	X(pass_failed, "connections for a QPN slot no process owns (reset)")                       \
 	X(pass_refused, "passed sockets refused (another user, bad tag, not TCP)")                 \
 	X(drop_not_ours, "connections that sent no auto-connect MPA Request (closed)")             \
-	X(drop_unmatched, "Requests no QP waited for within 5 s (closed)")                         \
+	X(drop_unmatched, "Requests for no QP in RTR, or none in RTS within 5 s (closed)")         \
+	X(drop_bad_psn, "Requests or Replies whose PSN was not the one the QP expects (closed)")   \
 	X(drop_other, "incoming connections lost otherwise (closed, handshake failed, too many)")
 
 /* clang-format off */
@@ -83,8 +89,10 @@ struct rdv_in;
 struct rdv_ac {
 	struct iw_qp *qp; /* NULL: cancelled (the thread frees it) */
 	uint32_t qpn, peer_qpn;
+	uint32_t rq_psn, sq_psn; /* what the peer proves, what we prove */
 	uint8_t local[16], peer[16];
 	uint16_t ird, ord;
+	bool rts;		 /* sq_psn is known */
 	bool active;		 /* we connect (else we wait for the peer) */
 	bool hs;		 /* active: the MPA exchange runs on tcp (else TCP connects) */
 	bool done;		 /* established or failed: free at the next pass */
@@ -101,6 +109,7 @@ struct rdv_in {
 	struct io_tcp_conn *tcp;
 	uint8_t peer[16];
 	bool matched;	   /* the MPA responder runs, for ac */
+	bool parked;	   /* waits for its QP to reach RTS */
 	struct rdv_ac *ac; /* NULL once matched: its QP went away */
 	short ev;	   /* poll events wanted (0: parked or waiting for a timer) */
 	struct iw_conn c;
@@ -444,6 +453,42 @@ static void pass_on(struct iwp_rdv *r, struct rdv_in *in, int slot)
 	in->tcp = NULL;
 }
 
+/* A QP waiting for the connection from peer (address, QPN src) to its QPN dst. */
+/* Writes what a peer can check: flags and psns (PD_HAS_SQ). */
+static void psns_put(uint8_t *flags, uint8_t *psns, const struct rdv_ac *ac)
+{
+	*flags = ac->rts ? PD_HAS_SQ : 0;
+	put_be32(psns, ac->rts ? ac->sq_psn : 0);
+	put_be32(psns + 4, ac->rq_psn);
+}
+
+/* Checks the peer's flags and psns against what ac's QP was told: its SQ PSN is our RQ PSN,
+ * its RQ PSN our SQ PSN. -1: a mismatch; 0: nothing could be checked (neither side in RTS);
+ * 1: all that could be checked matched. */
+static int psns_check(const uint8_t *flags, const uint8_t *psns, const struct rdv_ac *ac)
+{
+	int checked = 0;
+	if (*flags & PD_HAS_SQ) {
+		if (get_be32(psns) != ac->rq_psn)
+			return -1;
+		checked = 1;
+	}
+	if (ac->rts) {
+		if (get_be32(psns + 4) != ac->sq_psn)
+			return -1;
+		checked = 1;
+	}
+	return checked;
+}
+
+static int parked_from(const struct iwp_rdv *r, const uint8_t peer[16])
+{
+	int n = 0;
+	for (const struct rdv_in *in = r->ins; in; in = in->next)
+		n += in->parked && !memcmp(in->peer, peer, 16);
+	return n;
+}
+
 static struct rdv_ac *find_passive(struct iwp_rdv *r, uint32_t dst, uint32_t src,
 				   const uint8_t peer[16])
 {
@@ -509,8 +554,27 @@ static int in_peek(struct iwp_rdv *r, struct rdv_in *in, uint64_t now, bool *dro
 	}
 	struct rdv_ac *ac = find_passive(r, dst, src, in->peer);
 	if (!ac) {
-		/* Its QP is not in RTR yet: parked until it is (a new QP wakes the thread) or
-		 * PARK_NS has passed. */
+		/* No QP of ours is in RTR for it (not yet, or never): the initiator retries. */
+		*drop = true;
+		CNT(r, drop_unmatched);
+		return 1;
+	}
+	int proof = psns_check(pd + 5, pd + 16, ac);
+	if (proof < 0) {
+		*drop = true; /* not the peer the application named */
+		CNT(r, drop_bad_psn);
+		return 1;
+	}
+	if (proof == 0) {
+		/* Nothing to check yet (neither side in RTS): parked until our RTS (which
+		 * wakes the thread) or PARK_NS has passed; a few per source address, so that
+		 * no one sender fills the table. */
+		if (!in->parked && parked_from(r, in->peer) >= PARK_PER_PEER) {
+			*drop = true;
+			CNT(r, drop_other);
+			return 1;
+		}
+		in->parked = true;
 		in->ev = 0;
 		in->next_peek = UINT64_MAX;
 		return 0;
@@ -565,7 +629,11 @@ static bool in_run(struct iwp_rdv *r, struct rdv_in *in, uint64_t now, uint64_t 
 	short ev = 0;
 	int st = iwp_hs_step(in->tcp, &in->c, now, left, &nleft, &ev);
 	if (st == 1 && iw_conn_state(&in->c) == IW_CONN_REQ_RCVD) {
-		if (iw_conn_accept(&in->c, ac->ird, ac->ord, NULL, 0, now) < 0) {
+		uint8_t pd[PD_REPLY] = {0};
+		memcpy(pd, PD_MAGIC, 4);
+		pd[4] = PD_VERSION;
+		psns_put(pd + 5, pd + 8, ac);
+		if (iw_conn_accept(&in->c, ac->ird, ac->ord, pd, sizeof(pd), now) < 0) {
 			CNT(r, drop_other);
 			return true;
 		}
@@ -602,6 +670,16 @@ static void retry_later(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now)
 	ac->ev = 0;
 	ac->next_try = now + ac->backoff;
 	ac->backoff = min_u64(ac->backoff * 2, RETRY_MAX_NS);
+}
+
+/* Whether the Reply on c carries the PSNs we expect (where either side could check). */
+static bool reply_ok(const struct iw_conn *c, const struct rdv_ac *ac)
+{
+	struct iw_conn_info info;
+	iw_conn_info(c, &info);
+	const uint8_t *pd = info.peer_pd;
+	return pd && info.peer_pd_len >= PD_REPLY && !memcmp(pd, PD_MAGIC, 4) &&
+	       pd[4] == PD_VERSION && psns_check(pd + 5, pd + 8, ac) >= 0;
 }
 
 /* One pass over a QP being connected. Returns true when it is finished (free it). */
@@ -642,6 +720,7 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 		pd[4] = PD_VERSION;
 		put_be32(pd + 8, ac->peer_qpn);
 		put_be32(pd + 12, ac->qpn);
+		psns_put(pd + 5, pd + 16, ac);
 		struct iw_conn_cfg cfg = {.role = IW_CONN_INITIATOR,
 					  .crc = r->p->crc,
 					  .ird = ac->ird,
@@ -671,6 +750,12 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 	if (st == 0) {
 		ac->ev = ev;
 		*wake = min_u64(*wake, iw_conn_deadline(&ac->c));
+		return false;
+	}
+	if (!reply_ok(&ac->c, ac)) {
+		CNT(r, drop_bad_psn); /* not the peer the application named */
+		retry_later(r, ac, now);
+		*wake = min_u64(*wake, ac->next_try);
 		return false;
 	}
 	struct io_tcp_conn *tcp = ac->tcp;
@@ -796,7 +881,8 @@ static int ensure_listener(struct iwp_rdv *r, const uint8_t addr[16])
 }
 
 int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
-		     const uint8_t peer[16], uint32_t peer_qpn, uint16_t ird, uint16_t ord)
+		     const uint8_t peer[16], uint32_t peer_qpn, uint32_t rq_psn, uint16_t ird,
+		     uint16_t ord)
 {
 	struct iwp_rdv *r = p->rdv;
 	if (!r)
@@ -823,6 +909,7 @@ int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
 	ac->qp = qp;
 	ac->qpn = qpn;
 	ac->peer_qpn = peer_qpn;
+	ac->rq_psn = rq_psn;
 	memcpy(ac->local, local, 16);
 	memcpy(ac->peer, peer, 16);
 	ac->ird = ird;
@@ -834,6 +921,30 @@ int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
 	ac->next = r->acs;
 	r->acs = ac;
 	CNT(r, started);
+	return 0;
+}
+
+void iwp_auto_connect_rts(struct iwp *p, struct iw_qp *qp, uint32_t sq_psn)
+{
+	struct iwp_rdv *r = p->rdv;
+	struct rdv_ac *ac = r ? r->acs : NULL;
+	while (ac && (ac->qp != qp || ac->done))
+		ac = ac->next;
+	if (!ac)
+		return;
+	ac->sq_psn = sq_psn;
+	ac->rts = true;
+	uint64_t now = core_now_ns();
+	if (ac->active) {
+		/* A Request without our SQ PSN may be out, which a peer in RTR only cannot
+		 * check: start again with it, at once. */
+		io_tcp_abort(ac->tcp);
+		ac->tcp = NULL;
+		ac->hs = false;
+		ac->ev = 0;
+		ac->next_try = now;
+		ac->backoff = RETRY_MIN_NS;
+	}
 	/* Parked connections may be waiting for this QP. */
 	for (struct rdv_in *in = r->ins; in; in = in->next)
 		if (!in->matched && in->ev == 0)
@@ -842,5 +953,4 @@ int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
 	if (write(r->evfd, &one, sizeof(one)) < 0) {
 		/* already signalled */
 	}
-	return 0;
 }

@@ -10,7 +10,13 @@
  *     async event is QP_FATAL, posted WRs are flushed (passive and active side);
  *   - a QP pointed at itself is refused (EINVAL); atomics are refused at post;
  *   - garbage on the rendezvous port (not MPA, a foreign MPA Request, a Request for a QPN
- *     slot no process owns) is closed and counted, and QPs keep connecting;
+ *     slot no process owns or a QP not in RTR) is closed and counted, and QPs keep
+ *     connecting;
+ *   - forged Requests (right address and QPNs, wrong PSNs) are closed whether they come
+ *     while the QP is in RTR (those it cannot check yet wait, 16 per source address, no
+ *     more) or in RTS, and the real peer connects; a QP that stays in RTR (receive only)
+ *     connects to one in RTS, either side connecting; the Request carries the initiator's
+ *     PSNs, and a Reply with the wrong ones is refused by the initiator;
  *   - between processes: two passive processes listen on the rendezvous port (SO_REUSEPORT);
  *     16 connections from a third are spread over them by the kernel, so some land in the
  *     wrong process and are passed to the owner (counted): every message arrives.
@@ -24,6 +30,7 @@
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -96,32 +103,50 @@ static struct ibv_qp *qp_new(struct dev *d)
 	return qp;
 }
 
-/* INIT -> RTR -> RTS as ibv_rc_pingpong does it. Returns ibv_modify_qp's result for RTR. */
-static int qp_connect(struct ibv_qp *qp, const uint8_t peer_gid[16], uint32_t peer_qpn)
+/* The PSN each QP announces (what ibv_rc_pingpong draws at random and sends its peer). */
+static uint32_t psn_of(uint32_t qpn)
+{
+	return (qpn * 2654435761u) & 0xFFFFFF;
+}
+
+/* INIT -> RTR, expecting the peer's SQ PSN rq_psn. */
+static int qp_rtr(struct ibv_qp *qp, const uint8_t peer_gid[16], uint32_t peer_qpn, uint32_t rq_psn)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
 				.path_mtu = IBV_MTU_1024,
 				.dest_qp_num = peer_qpn,
-				.rq_psn = 0,
+				.rq_psn = rq_psn,
 				.max_dest_rd_atomic = 1,
 				.min_rnr_timer = 12,
 				.ah_attr = {.is_global = 1, .port_num = 1}};
 	memcpy(a.ah_attr.grh.dgid.raw, peer_gid, 16);
 	a.ah_attr.grh.hop_limit = 1;
-	int r = ibv_modify_qp(qp, &a,
-			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (r)
-		return r;
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+}
+
+static void qp_rts(struct ibv_qp *qp, uint32_t sq_psn)
+{
 	struct ibv_qp_attr b = {.qp_state = IBV_QPS_RTS,
 				.timeout = 14,
 				.retry_cnt = 7,
 				.rnr_retry = 7,
-				.sq_psn = 0,
+				.sq_psn = sq_psn,
 				.max_rd_atomic = 1};
 	REQUIRE(ibv_modify_qp(qp, &b,
 			      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+}
+
+/* INIT -> RTR -> RTS as ibv_rc_pingpong does it, with the PSNs psn_of gives both QPs.
+ * Returns ibv_modify_qp's result for RTR. */
+static int qp_connect(struct ibv_qp *qp, const uint8_t peer_gid[16], uint32_t peer_qpn)
+{
+	int r = qp_rtr(qp, peer_gid, peer_qpn, psn_of(peer_qpn));
+	if (r)
+		return r;
+	qp_rts(qp, psn_of(qp->qp_num));
 	return 0;
 }
 
@@ -177,9 +202,8 @@ static uint64_t counter(struct ibv_context *ctx, const char *name)
 	return v;
 }
 
-/* Sends bytes to the rendezvous port from a plain socket, then waits (bounded) for the
- * listener to close the connection. */
-static void hostile(const void *bytes, size_t n)
+/* Sends bytes to the rendezvous port from a plain socket (on 127.0.0.1); returns it. */
+static int forge(const void *bytes, size_t n)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	REQUIRE(fd >= 0);
@@ -188,47 +212,83 @@ static void hostile(const void *bytes, size_t n)
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
 	REQUIRE(write(fd, bytes, n) == (ssize_t)n);
-	struct timeval tv = {5, 0};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Whether the listener closed fd (EOF or reset) without an answer within ms. */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, ms) != 1)
+		return false;
 	char buf[64];
-	ssize_t r = read(fd, buf, sizeof(buf));
-	CHECK(r <= 0); /* closed (EOF or reset) without an answer */
+	return read(fd, buf, sizeof(buf)) <= 0;
+}
+
+/* Sends bytes, then waits (bounded) for the listener to close the connection. */
+static void hostile(const void *bytes, size_t n)
+{
+	int fd = forge(bytes, n);
+	CHECK(closed_within(fd, 5000));
 	close(fd);
 }
 
-/* An MPA revision 2 Request with the auto-connect block: dst QPN, version. */
-static size_t mpa_request(uint8_t *b, uint32_t dst, uint8_t version)
+static uint32_t get_be32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static void put_be32(uint8_t *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+#define HAS_SQ 0x01 /* the block's flags: the sender is in RTS, its SQ PSN is there */
+
+/* An MPA revision 2 Request with the auto-connect block: QPNs, flags, the initiator's SQ and
+ * RQ PSNs, version. */
+static size_t mpa_request(uint8_t *b, uint32_t dst, uint32_t src, uint8_t flags, uint32_t sq,
+			  uint32_t rq, uint8_t version)
 {
 	memcpy(b, "MPA ID Req Frame", 16);
-	b[16] = 0;
+	b[16] = 0x10; /* enhanced: the IRD/ORD block follows */
 	b[17] = 2;
 	b[18] = 0;
-	b[19] = 20; /* IRD/ORD block + 16 */
-	memset(b + 20, 0, 24);
-	b[20] = 0x80; /* IRD 1, peer-to-peer off */
-	b[21] = 1;
+	b[19] = 28; /* IRD/ORD block + 24 */
+	memset(b + 20, 0, 28);
+	b[21] = 1; /* IRD 1, ORD 1, peer-to-peer off */
 	b[23] = 1;
 	memcpy(b + 24, "sRDV", 4);
 	b[28] = version;
-	for (int i = 0; i < 4; i++)
-		b[32 + i] = (uint8_t)(dst >> (24 - 8 * i));
-	b[39] = 1; /* src QPN 1 */
-	return 44;
+	b[29] = flags;
+	put_be32(b + 32, dst);
+	put_be32(b + 36, src);
+	put_be32(b + 40, sq);
+	put_be32(b + 44, rq);
+	return 48;
 }
 
-static void test_hostile(struct dev *listener)
+static void test_hostile(struct dev *listener, struct ibv_qp *qp)
 {
 	uint64_t not_ours = counter(listener->ctx, "iw_rdv_drop_not_ours");
 	uint64_t pass_failed = counter(listener->ctx, "iw_rdv_pass_failed");
+	uint64_t unmatched = counter(listener->ctx, "iw_rdv_drop_unmatched");
 	static const char http[] = "GET / HTTP/1.0\r\n\r\n";
 	hostile(http, sizeof(http) - 1);
 	uint8_t req[64];
-	size_t n = mpa_request(req, 0x010001, 9); /* a version we do not speak */
+	size_t n = mpa_request(req, 0x010001, 1, 0, 0, 0, 9); /* a version we do not speak */
 	hostile(req, n);
-	n = mpa_request(req, 0xC80001, 1); /* slot 200: nobody */
+	n = mpa_request(req, 0x010001, 1, 0, 0, 0, 1); /* the version before PSNs */
 	hostile(req, n);
-	CHECK_EQ(counter(listener->ctx, "iw_rdv_drop_not_ours"), not_ours + 2);
+	n = mpa_request(req, 0xC80001, 1, 0, 0, 0, 2); /* slot 200: nobody */
+	hostile(req, n);
+	/* The listener's slot, a QPN none of its QPs has in RTR: refused at once. */
+	n = mpa_request(req, (qp->qp_num & 0xFF0000) | 0xFFFF, 1, 0, 0, 0, 2);
+	hostile(req, n);
+	CHECK_EQ(counter(listener->ctx, "iw_rdv_drop_not_ours"), not_ours + 3);
 	CHECK_EQ(counter(listener->ctx, "iw_rdv_pass_failed"), pass_failed + 1);
+	CHECK_EQ(counter(listener->ctx, "iw_rdv_drop_unmatched"), unmatched + 1);
 }
 
 static void test_pair(void)
@@ -264,7 +324,7 @@ static void test_pair(void)
 	CHECK_EQ(counter(A.ctx, "iw_rdv_established_active"), 1);
 	CHECK_EQ(counter(B.ctx, "iw_rdv_established_passive"), 1);
 	/* B listens (its QPNs are the higher): hostile peers on its port change nothing. */
-	test_hostile(&B);
+	test_hostile(&B, qb);
 
 	static const uint32_t sizes[] = {0, 1, 65536, 4 * MiB};
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
@@ -319,6 +379,196 @@ static void test_pair(void)
 	CHECK_EQ(ibv_destroy_qp(qb), 0);
 	dev_close(&A);
 	dev_close(&B);
+}
+
+static uint64_t counter_wait(struct ibv_context *ctx, const char *name, uint64_t at_least)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 500 && (v = counter(ctx, name)) < at_least; i++) {
+		struct timespec ts = {0, 10 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return v;
+}
+
+#define PARK_PER_PEER 16 /* iw_rdv.c */
+
+/* Someone who knows the address and both QPNs (all guessable) but not the PSNs the two
+ * applications exchanged gets no connection (so no access to the QP's memory), whether it
+ * comes while the QP waits in RTR or once it is in RTS, and it cannot fill the table. */
+static void test_forged(void)
+{
+	struct dev A, B;
+	dev_open(&A, BUF_SIZE);
+	dev_open(&B, BUF_SIZE);
+	struct ibv_qp *qa = qp_new(&A), *qb = qp_new(&B);
+	REQUIRE(qa->qp_num < qb->qp_num); /* A connects, B listens */
+	uint32_t pa = psn_of(qa->qp_num), pb = psn_of(qb->qp_num);
+	uint64_t bad = counter(B.ctx, "iw_rdv_drop_bad_psn");
+	uint64_t other = counter(B.ctx, "iw_rdv_drop_other");
+
+	/* B in RTR knows A's SQ PSN: a wrong one is refused at once. */
+	REQUIRE(qp_rtr(qb, A.gid, qa->qp_num, pa) == 0);
+	uint8_t req[64];
+	size_t n = mpa_request(req, qb->qp_num, qa->qp_num, HAS_SQ, pa ^ 0x800, 0, 2);
+	hostile(req, n);
+	CHECK_EQ(counter(B.ctx, "iw_rdv_drop_bad_psn"), bad + 1);
+	/* Requests from an initiator in RTR only (no SQ PSN) wait for B's RTS, at most 16
+	 * from one address. */
+	n = mpa_request(req, qb->qp_num, qa->qp_num, 0, 0, pb ^ 0x800, 2);
+	int fd[PARK_PER_PEER + 1];
+	for (int i = 0; i <= PARK_PER_PEER; i++)
+		fd[i] = forge(req, n);
+	CHECK_EQ(counter_wait(B.ctx, "iw_rdv_drop_other", other + 1), other + 1);
+	struct timespec ts = {0, 100 * 1000000};
+	nanosleep(&ts, NULL);
+	int closed = 0;
+	for (int i = 0; i <= PARK_PER_PEER; i++)
+		closed += closed_within(fd[i], 0);
+	CHECK_EQ(closed, 1); /* one too many */
+	/* RTS: B knows its SQ PSN; each waiting Request names another: closed. */
+	qp_rts(qb, pb);
+	closed = 0;
+	for (int i = 0; i <= PARK_PER_PEER; i++) {
+		closed += closed_within(fd[i], 5000);
+		close(fd[i]);
+	}
+	CHECK_EQ(closed, PARK_PER_PEER + 1);
+	CHECK_EQ(counter(B.ctx, "iw_rdv_drop_bad_psn"), bad + 1 + PARK_PER_PEER);
+	/* In RTS, refused at once: SQ PSN 0; the right SQ PSN with a wrong RQ PSN, or without
+	 * an SQ PSN; and the right PSNs from the wrong QPN. */
+	n = mpa_request(req, qb->qp_num, qa->qp_num, HAS_SQ, 0, pb, 2);
+	hostile(req, n);
+	n = mpa_request(req, qb->qp_num, qa->qp_num, HAS_SQ, pa, pb + 1, 2);
+	hostile(req, n);
+	n = mpa_request(req, qb->qp_num, qa->qp_num, 0, 0, 0, 2);
+	hostile(req, n);
+	CHECK_EQ(counter(B.ctx, "iw_rdv_drop_bad_psn"), bad + 4 + PARK_PER_PEER);
+	uint64_t unmatched = counter(B.ctx, "iw_rdv_drop_unmatched");
+	n = mpa_request(req, qb->qp_num, qa->qp_num + 1, HAS_SQ, pa, pb, 2);
+	hostile(req, n);
+	CHECK_EQ(counter(B.ctx, "iw_rdv_drop_unmatched"), unmatched + 1);
+	/* The real peer still connects. */
+	REQUIRE(qp_connect(qa, B.gid, qb->qp_num) == 0);
+	transfers(&A, qa, &B, qb, 1000, 77);
+	CHECK_EQ(counter(B.ctx, "iw_rdv_established_passive"), 1);
+	CHECK_EQ(ibv_destroy_qp(qa), 0);
+	CHECK_EQ(ibv_destroy_qp(qb), 0);
+	dev_close(&A);
+	dev_close(&B);
+}
+
+/* Receive-only QPs (perftest's bandwidth server stays in RTR): the pair connects when the
+ * other QP reaches RTS, whichever side connects. */
+static void test_rtr_only(void)
+{
+	struct dev A, B;
+	dev_open(&A, BUF_SIZE);
+	dev_open(&B, BUF_SIZE);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp *qa = qp_new(&A), *qb = qp_new(&B);
+		REQUIRE(qa->qp_num < qb->qp_num); /* A connects */
+		struct ibv_qp *rx = i ? qb : qa, *tx = i ? qa : qb;
+		struct dev *drx = i ? &B : &A, *dtx = i ? &A : &B;
+		REQUIRE(qp_rtr(rx, dtx->gid, tx->qp_num, psn_of(tx->qp_num)) == 0);
+		REQUIRE(qp_connect(tx, drx->gid, rx->qp_num) == 0);
+		vt_post_recv(rx, drx->mr, drx->buf, 64, 1);
+		vt_fill(dtx->buf, 64, 5 + (uint32_t)i);
+		REQUIRE(vt_post_send(tx, dtx->mr, IBV_WR_SEND, dtx->buf, 64, 0, 0, 2) == 0);
+		CHECK_EQ(vt_wait_wc(dtx->cq, WAIT_MS).status, IBV_WC_SUCCESS);
+		CHECK_EQ(vt_wait_wc(drx->cq, WAIT_MS).status, IBV_WC_SUCCESS);
+		CHECK_MEM(drx->buf, dtx->buf, 64);
+		CHECK_EQ(ibv_destroy_qp(qa), 0);
+		CHECK_EQ(ibv_destroy_qp(qb), 0);
+	}
+	dev_close(&A);
+	dev_close(&B);
+}
+
+/* The initiator checks the Reply: a responder on the rendezvous port (here a plain socket
+ * that answers MPA) whose PSNs are not the ones the application named gets no connection;
+ * the Request carries the initiator's PSNs. */
+static void test_fake_responder(void)
+{
+	uint16_t port = (uint16_t)(atoi(getenv("SOFTRDMA_IW_PORT")) + 20000);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	REQUIRE(lfd >= 0);
+	int one = 1;
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	REQUIRE(bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 8) == 0);
+	char *saved = strdup(getenv("SOFTRDMA_IW_PORT"));
+	char pbuf[16];
+	snprintf(pbuf, sizeof(pbuf), "%u", port);
+	setenv("SOFTRDMA_IW_PORT", pbuf, 1);
+	struct dev C;
+	dev_open(&C, 1 << 16);
+	struct ibv_qp *qp = qp_new(&C); /* reads the port */
+	setenv("SOFTRDMA_IW_PORT", saved, 1);
+	free(saved);
+	const uint32_t peer = 0xFE0001, rq = 0x111111, sq = 0x222222;
+	REQUIRE(qp_rtr(qp, C.gid, peer, rq) == 0); /* we connect: our QPN is the lower */
+	qp_rts(qp, sq);
+	for (int round = 0; round < 2; round++) {
+		/* Connections until one whose Request has our SQ PSN (one sent in RTR may come
+		 * first and be dropped by C). */
+		int fd = -1;
+		uint8_t b[64];
+		for (int tries = 0; tries < 20 && fd < 0; tries++) {
+			struct pollfd p = {.fd = lfd, .events = POLLIN};
+			REQUIRE(poll(&p, 1, 5000) == 1);
+			int c = accept(lfd, NULL, NULL);
+			REQUIRE(c >= 0);
+			struct timeval tv = {5, 0};
+			setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			size_t got = 0;
+			while (got < 48) {
+				ssize_t r = read(c, b + got, 48 - got);
+				if (r <= 0)
+					break;
+				got += (size_t)r;
+			}
+			if (got == 48 && (b[29] & HAS_SQ))
+				fd = c;
+			else
+				close(c);
+		}
+		REQUIRE(fd >= 0);
+		CHECK_MEM(b, "MPA ID Req Frame", 16);
+		CHECK_EQ(b[19], 28);
+		CHECK_MEM(b + 24, "sRDV", 4);
+		CHECK_EQ(get_be32(b + 32), peer);
+		CHECK_EQ(get_be32(b + 36), qp->qp_num);
+		CHECK_EQ(get_be32(b + 40), sq);
+		CHECK_EQ(get_be32(b + 44), rq);
+		/* The Reply: CRC, enhanced, the IRD/ORD words mirrored, our block. */
+		CHECK(b[16] & 0x10);
+		uint8_t rep[40] = "MPA ID Rep Frame";
+		rep[16] = 0x40 | 0x10;
+		rep[17] = 2;
+		rep[19] = 20;
+		memcpy(rep + 20, b + 20, 4);
+		memcpy(rep + 24, "sRDV", 4);
+		rep[28] = 2;
+		rep[29] = HAS_SQ;
+		uint64_t bad = counter(C.ctx, "iw_rdv_drop_bad_psn");
+		put_be32(rep + 32, round ? rq : rq + 1); /* our SQ PSN: C's RQ PSN, or not */
+		put_be32(rep + 36, sq);
+		REQUIRE(write(fd, rep, 40) == 40);
+		if (round == 0) {
+			CHECK_EQ(counter_wait(C.ctx, "iw_rdv_drop_bad_psn", bad + 1), bad + 1);
+			CHECK(closed_within(fd, 5000));
+			CHECK_EQ(counter(C.ctx, "iw_rdv_established_active"), 0);
+		} else {
+			CHECK_EQ(counter_wait(C.ctx, "iw_rdv_established_active", 1), 1);
+			CHECK_EQ(counter(C.ctx, "iw_rdv_drop_bad_psn"), bad);
+		}
+		close(fd);
+	}
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	dev_close(&C);
+	close(lfd);
 }
 
 /* The peer never comes: ERR, QP_FATAL, flushed WRs. peer_qpn below ours makes us the
@@ -483,6 +733,9 @@ int main(void)
 	setenv("SOFTRDMA_IW_PORT", port, 1);
 	setenv("SOFTRDMA_IW_CRC", "on", 1);
 	test_pair();
+	test_forged();
+	test_rtr_only();
+	test_fake_responder();
 	setenv("SOFTRDMA_IW_CRC", "peer", 1);
 	test_processes();
 	setenv("SOFTRDMA_IW_CONNECT_TIMEOUT", "300", 1);
