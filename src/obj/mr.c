@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/random.h>
 
 /* IBV_ACCESS_MW_BIND: windows may be bound to the region (mw.c). */
 #define MR_KNOWN_ACCESS                                                                            \
@@ -26,6 +27,7 @@ int obj_keys_init(struct obj_keys *t, uint32_t cap, uint32_t base)
 	t->cap = cap;
 	t->used = 0;
 	t->base = base;
+	t->last = 0;
 	return 0;
 }
 
@@ -38,18 +40,29 @@ void obj_keys_fini(struct obj_keys *t)
 	t->cap = 0;
 }
 
+/* A random key byte other than prev. */
+static uint8_t key_byte(uint8_t prev)
+{
+	uint8_t b;
+	if (getrandom(&b, 1, GRND_NONBLOCK) != 1)
+		b = (uint8_t)(prev * 167u + 89u); /* no entropy yet: at least not prev + 1 */
+	return b == prev ? (uint8_t)(b + 1) : b;
+}
+
 int obj_keys_add(struct obj_keys *t, void *obj, uint32_t *key)
 {
-	for (uint32_t i = 1; i < t->cap; i++) {
-		if (t->slots[i])
-			continue;
-		t->gen[i]++;
-		t->slots[i] = obj;
-		*key = (t->base + i) << 8 | t->gen[i];
-		t->used++;
-		return 0;
-	}
-	return -ENOMEM;
+	if (t->used >= t->cap - 1)
+		return -ENOMEM;
+	uint32_t i = t->last;
+	do {
+		i = i + 1 < t->cap ? i + 1 : 1;
+	} while (t->slots[i]);
+	t->last = i;
+	t->gen[i] = key_byte(t->gen[i]);
+	t->slots[i] = obj;
+	*key = (t->base + i) << 8 | t->gen[i];
+	t->used++;
+	return 0;
 }
 
 /* The slot of key, or 0 (never used) for a key outside the table. */

@@ -18,14 +18,17 @@ const char *obj_qp_state_name(enum ibv_qp_state s);
 
 /* ---- keys: the slot table under regions' and windows' keys ----
  * key = (base + slot) << 8 | key byte. Slot 0 is never used, so no key below (base + 1) << 8
- * is valid; a slot's key byte changes every time it is given out, so a stale key does not
- * reach the next object in that slot. */
+ * is valid. As rxe: slots are given out cyclically (the one after the last given, not the
+ * lowest free) and the key byte is random, never the one the slot had before, so a stale key
+ * does not reach the next object in that slot and a key is not guessed from the order of
+ * registrations (the first region's key is not 0x101). */
 struct obj_keys {
 	void **slots;
 	uint8_t *gen; /* key byte last given out per slot */
 	uint32_t cap; /* slots */
 	uint32_t used;
 	uint32_t base;
+	uint32_t last; /* the slot given out last */
 };
 
 /* cap slots (at least 2; (base + cap) << 8 must fit 32 bits). 0, -EINVAL or -ENOMEM. */

@@ -4,6 +4,7 @@
 #include "obj/obj.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 int main(void)
@@ -65,6 +66,45 @@ int main(void)
 		if (obj_mr_add(&t, &many[i]) == 0)
 			added++;
 	CHECK_EQ(added, 14); /* 15 usable slots, one taken by mr2 */
+
+	/* Keys are not guessed from the order of registrations (as rxe): the slot is the one
+	 * after the last given out, not the lowest free, and the key byte is random and never
+	 * the slot's previous one. */
+	struct obj_mr_table t2;
+	REQUIRE(obj_mr_table_init(&t2, 4) == 0);
+	struct obj_mr a = mr, b = mr, c = mr;
+	REQUIRE(obj_mr_add(&t2, &a) == 0);
+	REQUIRE(obj_mr_add(&t2, &b) == 0);
+	obj_mr_remove(&t2, &a);
+	REQUIRE(obj_mr_add(&t2, &c) == 0);
+	CHECK_EQ(c.key >> 8, (b.key >> 8) + 1); /* not a's freed slot */
+	obj_mr_remove(&t2, &b);
+	obj_mr_remove(&t2, &c);
+	/* 512 registrations of one slot (table of one usable slot): key bytes differ from the
+	 * previous each time and are not a counter. */
+	struct obj_mr_table t3;
+	REQUIRE(obj_mr_table_init(&t3, 2) == 0);
+	bool seen[256] = {false};
+	int distinct = 0, counting = 0;
+	uint32_t prev = 0;
+	for (int i = 0; i < 512; i++) {
+		struct obj_mr m = mr;
+		REQUIRE(obj_mr_add(&t3, &m) == 0);
+		CHECK_EQ(m.key >> 8, 1u);
+		uint8_t kb = (uint8_t)m.key;
+		distinct += !seen[kb];
+		seen[kb] = true;
+		if (i) {
+			CHECK(kb != (uint8_t)prev);
+			counting += kb == (uint8_t)(prev + 1);
+		}
+		prev = m.key;
+		obj_mr_remove(&t3, &m);
+	}
+	CHECK(distinct > 200); /* 512 draws of 256 values: about 221 expected */
+	CHECK(counting < 20);  /* about 2 expected; a counter gives 511 */
+	obj_mr_table_fini(&t2);
+	obj_mr_table_fini(&t3);
 	/* Registration access rules. */
 	CHECK_EQ(obj_mr_check_access(IBV_ACCESS_REMOTE_WRITE), -EINVAL);
 	CHECK_EQ(obj_mr_check_access(IBV_ACCESS_REMOTE_ATOMIC), -EINVAL);
