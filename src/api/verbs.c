@@ -1217,9 +1217,12 @@ static int env_mem_invalidate(void *c, uint32_t pd, uint32_t qpn, uint32_t rkey,
 	if (obj_key_is_mw(rkey))
 		return obj_mw_invalidate(&ctx->mws, pd, remote ? qpn : 0, rkey);
 	/* A region: rxe invalidates only fast-registration regions, which softrdma does not
-	 * have; LOCAL_INV of a registered one fails so (IBV_WC_LOC_QP_OP_ERR). */
+	 * have; LOCAL_INV of a registered one fails so (IBV_WC_LOC_QP_OP_ERR), and on RoCE so
+	 * does a SEND with Invalidate naming one (the receive fails, IBV_WC_REM_INV_REQ_ERR):
+	 * one peer does not take remote access away from every QP that uses the region. siw
+	 * invalidates any region of the QP's PD; iWARP contexts do as siw. */
 	struct obj_mr *mr = obj_mr_lookup(&ctx->mrs, rkey);
-	if (!remote || !mr || mr->pd != pd || mr->nmw)
+	if (!remote || !ctx->dev->iwarp || !mr || mr->pd != pd || mr->nmw)
 		return -EINVAL;
 	/* A SEND with Invalidate of a region's key: the key stops granting remote access. */
 	mr->access &= ~(unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |

@@ -450,6 +450,49 @@ static void wr_interface(struct ibv_device *dev)
 	end_close(&b);
 }
 
+/* A SEND with Invalidate naming an ordinary registered region (not a window) fails the
+ * receive on RoCE, as on rxe (which invalidates only fast-registration regions): one peer
+ * cannot take remote access away from every QP that uses the region. */
+static void send_inv_region(struct ibv_device *dev)
+{
+	struct end a, b;
+	pair_open(&a, &b, dev, false);
+	struct ibv_mr *r = ibv_reg_mr(b.pd, b.buf, BUF, RW);
+	REQUIRE(r);
+	struct ibv_sge sge = {(uintptr_t)b.buf, 64, b.mr->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = 30, .sg_list = &sge, .num_sge = 1}, *rbad;
+	CHECK_EQ(ibv_post_recv(b.qp[0], &rwr, &rbad), 0);
+	struct ibv_send_wr wr = {.wr_id = 31,
+				 .opcode = IBV_WR_SEND_WITH_INV,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .invalidate_rkey = r->rkey},
+			   *bad;
+	CHECK_EQ(ibv_post_send(a.qp[0], &wr, &bad), 0);
+	struct ibv_wc wc;
+	REQUIRE(poll_one(b.cq, &wc) == 1);
+	CHECK_EQ(wc.wr_id, 30);
+	CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	/* The region still serves the other QP. */
+	memset(a.buf, 0x5A, 8);
+	memset(b.buf + 512, 0, 8);
+	rdma(&a, 1, IBV_WR_RDMA_WRITE, 0, 8, (uintptr_t)b.buf + 512, r->rkey, 32);
+	/* a's CQ may hold the SEND's error first (b's QP went to ERR without answering). */
+	bool written = false;
+	for (int i = 0; i < 2 && !written; i++) {
+		if (poll_one(a.cq, &wc) != 1)
+			break;
+		if (wc.wr_id == 32) {
+			CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+			written = true;
+		}
+	}
+	CHECK(written);
+	CHECK_MEM(b.buf + 512, a.buf, 8);
+	CHECK_EQ(ibv_dereg_mr(r), 0);
+	end_close(&a);
+	end_close(&b);
+}
+
 int main(void)
 {
 	int n;
@@ -462,6 +505,7 @@ int main(void)
 	type1(roce);
 	type2(roce);
 	wr_interface(roce);
+	send_inv_region(roce);
 	ibv_free_device_list(list);
 	return check_exit();
 }
