@@ -171,6 +171,7 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_bad_tver, "packets dropped: BTH transport version is not 0")                          \
 	X(rx_bad_pad, "packets dropped: PadCnt larger than the payload")                           \
 	X(rx_unexpected_payload, "packets dropped: payload on an opcode that has none")            \
+	X(rx_bad_pkey, "packets dropped: P_Key not of the default partition (0xFFFF)")             \
 	X(rx_bad_icrc, "packets dropped: ICRC mismatch")                                           \
 	X(rx_unknown_qp, "packets dropped: no such destination QP")                                \
 	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \

@@ -842,6 +842,12 @@ static bool parse_checked(struct core_ctx *c, const struct io_pkt *p, struct roc
 		c->counters[parse_counter[perr]]++;
 		return false;
 	}
+	/* Every QP is in the default partition (rxe check_keys: the P_Key must match 0xFFFF,
+	 * full or limited member). */
+	if ((pkt->bth.pkey & 0x7FFF) != 0x7FFF) {
+		c->counters[CORE_CNT_rx_bad_pkey]++;
+		return false;
+	}
 	struct roce_envelope env = {
 	    .ipv6 = p->ipv6, .df = true, .sport = p->sport, .dport = p->dport};
 	memcpy(env.src, p->src, 16);

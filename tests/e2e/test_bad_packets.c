@@ -1,7 +1,8 @@
 /* A hostile sender on loopback: raw UDP datagrams aimed at a live softrdma QP — runts,
- * truncated headers, unknown opcodes, a wrong transport version, a bad ICRC, an unknown QP,
- * a forged source address, a PSN far out of the window, garbage. Each is dropped and counted
- * by its reason (softrdma_counter), nothing crashes, and the QP keeps working. */
+ * truncated headers, unknown opcodes, a wrong transport version, another partition's P_Key,
+ * a bad ICRC, an unknown QP, a forged source address, a PSN far out of the window, garbage.
+ * Each is dropped and counted by its reason (softrdma_counter), nothing crashes, and the QP
+ * keeps working. */
 #include "check.h"
 #include "softrdma.h"
 #include "wire/roce/roce.h"
@@ -98,12 +99,12 @@ static void send_raw(int fd, const uint8_t *p, size_t len)
 }
 
 /* A SEND ONLY to qpn with psn and a correct ICRC for a packet from src_ip:sport. */
-static size_t make_send(uint8_t *out, uint32_t qpn, uint32_t psn, const char *src_ip,
-			uint16_t sport)
+static size_t make_send_pkey(uint8_t *out, uint32_t qpn, uint32_t psn, const char *src_ip,
+			     uint16_t sport, uint16_t pkey)
 {
 	static const uint8_t payload[32] = "hostile payload";
 	struct roce_pkt p = {.bth = {.opcode = ROCE_RC_SEND_ONLY,
-				     .pkey = 0xFFFF,
+				     .pkey = pkey,
 				     .dqpn = qpn,
 				     .ackreq = true,
 				     .psn = psn},
@@ -116,6 +117,12 @@ static size_t make_send(uint8_t *out, uint32_t qpn, uint32_t psn, const char *sr
 	inet_pton(AF_INET, "127.0.0.1", env.dst + 12);
 	roce_icrc_put(out + len - 4, roce_icrc(&env, out, len - 4));
 	return len;
+}
+
+static size_t make_send(uint8_t *out, uint32_t qpn, uint32_t psn, const char *src_ip,
+			uint16_t sport)
+{
+	return make_send_pkey(out, qpn, psn, src_ip, sport, 0xFFFF);
 }
 
 static uint64_t ctr(struct end *e, const char *name)
@@ -222,6 +229,11 @@ int main(void)
 	pkt[20] ^= 0x04;
 	send_raw(fd, pkt, len);
 	CHECK_EQ(wait_ctr(&b, "rx_bad_icrc", 1), 1);
+	/* From the peer, in sequence, its ICRC right, but in another partition (P_Key
+	 * 0x1234; rxe drops it). */
+	len = make_send_pkey(pkt, bq, 0x101, "127.0.0.1", port, 0x1234);
+	send_raw(fd, pkt, len);
+	CHECK_EQ(wait_ctr(&b, "rx_bad_pkey", 1), 1);
 	/* A well-formed packet for a QP that does not exist (same steering slot). */
 	len = make_send(pkt, bq + 7, 0x101, "127.0.0.1", port);
 	send_raw(fd, pkt, len);
@@ -257,7 +269,7 @@ int main(void)
 	uint64_t dropped = ctr(&b, "rx_truncated") + ctr(&b, "rx_unknown_opcode") +
 			   ctr(&b, "rx_bad_tver") + ctr(&b, "rx_bad_icrc") +
 			   ctr(&b, "rx_unknown_qp") + ctr(&b, "rx_bad_pad") +
-			   ctr(&b, "rx_unexpected_payload");
+			   ctr(&b, "rx_bad_pkey") + ctr(&b, "rx_unexpected_payload");
 	fprintf(stderr, "dropped and counted: %llu\n", (unsigned long long)dropped);
 	CHECK(dropped >= 200); /* the 200 garbage datagrams and the crafted ones */
 	struct softrdma_counter qc[64];
