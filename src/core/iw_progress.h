@@ -84,8 +84,8 @@ int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_
 #define IWP_DEFAULT_PORT 4791
 
 /* The context's QPN slot (1..255), claimed at the first call (not under the lock, or
- * under it: it only binds a local socket). Returns the slot or -EADDRINUSE (all taken), or
- * a socket errno. */
+ * under it: it only binds a local socket). Returns the slot or -EADDRINUSE (all taken),
+ * -EINVAL (SOFTRDMA_IW_PORT is set and not a port: said on stderr), or a socket errno. */
 int iwp_slot(struct iwp *p);
 /* Under the lock: starts connecting qp (INIT or RTR) from local to peer / peer_qpn
  * (addresses IPv4-mapped as io/tcp.h), announcing ird / ord. Returns 0, or -EINVAL (the peer

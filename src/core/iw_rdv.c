@@ -246,7 +246,22 @@ int iwp_slot(struct iwp *p)
 		free(r);
 		return err;
 	}
-	r->port = (uint16_t)env_ulong(IWP_PORT_ENV, IWP_DEFAULT_PORT, 65535);
+	/* A port, or no QP: a typo must not send connections to some other port. */
+	const char *port = getenv(IWP_PORT_ENV);
+	r->port = IWP_DEFAULT_PORT;
+	if (port && *port) {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(port, &end, 10);
+		if (port[0] < '0' || port[0] > '9' || errno || *end || v == 0 || v > 65535) {
+			fprintf(stderr, "softrdma: %s=%s is not a TCP port (1..65535)\n",
+				IWP_PORT_ENV, port);
+			close(r->ufd);
+			free(r);
+			return -EINVAL;
+		}
+		r->port = (uint16_t)v;
+	}
 	r->timeout_ns = env_ulong(IWP_TIMEOUT_ENV, 20000, 3600000) * 1000000ull;
 	p->rdv = r;
 	return r->slot;

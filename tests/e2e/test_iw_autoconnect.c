@@ -9,6 +9,7 @@
  *   - a QP's peer never comes: after SOFTRDMA_IW_CONNECT_TIMEOUT the QP is in ERR, the
  *     async event is QP_FATAL, posted WRs are flushed (passive and active side);
  *   - a QP pointed at itself is refused (EINVAL); atomics are refused at post;
+ *   - a SOFTRDMA_IW_PORT that is not a TCP port fails QP creation (EINVAL);
  *   - garbage on the rendezvous port (not MPA, a foreign MPA Request, a Request for a QPN
  *     slot no process owns or a QP not in RTR) is closed and counted, and QPs keep
  *     connecting;
@@ -726,8 +727,34 @@ static void test_processes(void)
 	dev_close(&P);
 }
 
+/* A SOFTRDMA_IW_PORT that is not a port: no QP (EINVAL, and a message), never another
+ * port (70000 would wrap to 4464). */
+static void test_bad_port(void)
+{
+	static const char *const bad[] = {"70000", "0", "-1", "12ab", " 4791"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("SOFTRDMA_IW_PORT", bad[i], 1);
+		struct dev D;
+		dev_open(&D, 4096);
+		struct ibv_qp_init_attr qia = {
+		    .send_cq = D.cq,
+		    .recv_cq = D.cq,
+		    .qp_type = IBV_QPT_RC,
+		    .cap = {
+			.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+		errno = 0;
+		struct ibv_qp *qp = ibv_create_qp(D.pd, &qia);
+		CHECK(qp == NULL);
+		CHECK_EQ(errno, EINVAL);
+		if (qp)
+			ibv_destroy_qp(qp);
+		dev_close(&D);
+	}
+}
+
 int main(void)
 {
+	test_bad_port();
 	char port[16];
 	snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
 	setenv("SOFTRDMA_IW_PORT", port, 1);
