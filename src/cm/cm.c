@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,6 +126,11 @@ uint64_t cm_timeout_ns(void)
 /* 24 random bits for a starting PSN (splitmix64 over the clock and a counter). */
 uint32_t cm_random_psn(void)
 {
+	/* Unpredictable where the kernel gives entropy: PSNs and comm IDs are what a blind
+	 * forger must guess. */
+	uint32_t v;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v & 0xFFFFFF;
 	uint64_t z = (cm.rng += 0x9e3779b97f4a7c15ull) ^ cm_now() ^ (uint64_t)getpid() << 32;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -1888,7 +1894,18 @@ int cm_new_comm_id(uint32_t *out)
 		cm.gsi_fd = fd;
 		cm.seq = (uint16_t)cm_random_psn();
 	}
-	if (++cm.seq == 0)
+	/* The tag routes MADs to this process (core/gsi.h); the low half is random, not a
+	 * counter, and not one a live id has: a forged MAD must guess it (and, once the peer's
+	 * is known, the peer's too: on_mad in cm_roce.c). */
+	for (int i = 0; i < 64; i++) {
+		uint16_t seq = (uint16_t)cm_random_psn();
+		uint32_t id = (uint32_t)cm.tag << 16 | seq;
+		if (seq != 0 && !cm_find_comm(id)) {
+			*out = id;
+			return 0;
+		}
+	}
+	if (++cm.seq == 0) /* 64 draws all taken: the table is nearly full */
 		cm.seq = 1;
 	*out = (uint32_t)cm.tag << 16 | cm.seq;
 	return 0;

@@ -233,6 +233,7 @@ enum cm_transport { CM_TR_NONE = 0, CM_TR_ROCE, CM_TR_IWARP };
 	X(mad_resends, "RoCE CM MADs sent again: no answer yet (REQ, REP, DREQ, SIDR_REQ)")        \
 	X(mad_dups, "RoCE CM MADs received twice: answered again or ignored")                      \
 	X(mad_unknown, "RoCE CM MADs for a connection this process does not have")                 \
+	X(rx_forged, "RoCE CM MADs dropped: not the peer's comm ID, or a DREQ not for our QP")     \
 	X(mad_bad_frames, "frames dropped on the CM endpoints: bad sender, magic, length")         \
 	X(mad_send_errors, "RoCE CM MADs that could not be sent (QP1 socket)")                     \
 	X(peer_gone, "RoCE connections whose peer process on this host ended: DISCONNECTED")       \

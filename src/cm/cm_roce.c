@@ -619,6 +619,14 @@ static void on_mad(struct cm_id *id, const struct cm_mad *m, const struct gsi_fr
 		cm_count(CM_C_rx_unexpected); /* our comm ID, from another address */
 		return;
 	}
+	/* As the kernel's CM (cm_acquire_id with both IDs, cm_dreq_handler): once the peer's
+	 * comm ID is known, a MAD of the connection names it as well as ours, and a DREQ names
+	 * our QP; anything else is forged or stale, and dropped. */
+	if ((id->peer_known && m->local_id != id->peer_comm_id) ||
+	    (m->attr == CM_ATTR_DREQ && m->qpn != (id->qpn & 0xFFFFFF))) {
+		cm_count(CM_C_rx_forged);
+		return;
+	}
 	switch (id->state) {
 	case CM_CONNECTING:
 		if (m->attr == CM_ATTR_REP)

@@ -8,7 +8,8 @@
  *     the REP: IDs, TID, QPN, responder resources / initiator depth, target ACK delay, RNR
  *     retry, node GUID; the QP at RTS with the kernel's PSN rule (sq_psn = the REQ's Starting
  *     PSN, rq_psn = the REP's), dest QPN and MTU from the REQ; RTU -> ESTABLISHED; DREQ -> DREP
- *     (TID echoed, IDs swapped) and DISCONNECTED; the DREQ again -> the DREP again;
+ *     (TID echoed, IDs swapped) and DISCONNECTED; the DREQ again -> the DREP again; before
+ *     it, DREQs naming another peer comm ID or another QP are dropped (the kernel CM's checks);
  *   active (softrdma connects to a "kernel" listener): the REQ as rxe's rdma_cm sends it
  *     (timeouts 20, max retries 15, RC, no E2E flow control, P_Key, LIDs 0xFFFF, GIDs, hop
  *     limit 64, local ACK timeout 19, the flow label from the ports, rdma_cm's IP header with
@@ -261,13 +262,25 @@ static void test_passive(int tag_fd, uint16_t tag)
 	CHECK(e->id == child);
 	rdma_ack_cm_event(e);
 
-	/* The kernel disconnects: DREQ -> DREP and DISCONNECTED; the DREQ again: the DREP
-	 * again. */
+	/* Forged DREQs, from the peer's address and naming our comm ID (the kernel's CM checks
+	 * the rest too): another peer comm ID, or another QP. Dropped: no DREP, no event. */
 	struct cm_mad dreq;
 	capture_mad(CM_ATTR_DREQ, &dreq);
 	dreq.tid = 0x0000000212345678ull;
-	dreq.local_id = req.local_id;
 	dreq.remote_id = rep.local_id;
+	uint64_t forged = cm_counter("rx_forged");
+	for (int k = 0; k < 2; k++) {
+		dreq.local_id = k ? req.local_id : req.local_id ^ 0x10;
+		dreq.qpn = k ? qp->qp_num ^ 1 : qp->qp_num;
+		wire_send(&dreq);
+	}
+	struct cm_mad none;
+	CHECK(!ep_next(tag_fd, &none, 300));
+	CHECK(next_event(ch, 100) == NULL);
+	CHECK_EQ(cm_counter("rx_forged"), forged + 2);
+	/* The kernel disconnects: DREQ -> DREP and DISCONNECTED; the DREQ again: the DREP
+	 * again. */
+	dreq.local_id = req.local_id;
 	dreq.qpn = qp->qp_num;
 	for (int k = 0; k < 2; k++) {
 		wire_send(&dreq);
