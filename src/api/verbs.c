@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "util/psn.h"
@@ -47,6 +48,54 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 
 /* ---- memory regions ---- */
 
+/* Whether [addr, addr + length) is mapped, readable, and writable if `access` lets anyone
+ * write it: rxe pins the pages at registration and fails so (EFAULT); a region that is not
+ * would let a peer's access kill the process with SIGSEGV. From /proc/self/maps (mincore,
+ * which sees mappings but not their rights, where /proc is not mounted). 0 or -EFAULT. */
+static int check_mapped(const void *addr, size_t length, unsigned access)
+{
+	if (!length)
+		return 0;
+	uintptr_t a = (uintptr_t)addr, end = a + length;
+	if (end < a)
+		return -EFAULT;
+	bool write =
+	    access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f) {
+		long pg = sysconf(_SC_PAGESIZE);
+		uintptr_t lo = a & ~(uintptr_t)(pg - 1);
+		unsigned char vec[256];
+		for (uintptr_t p = lo; p < end; p += (uintptr_t)pg * sizeof(vec)) {
+			size_t n = end - p < (uintptr_t)pg * sizeof(vec) ? end - p
+									 : (size_t)pg * sizeof(vec);
+			if (mincore((void *)p, n, vec) != 0)
+				return -EFAULT;
+		}
+		return 0;
+	}
+	/* The mappings are listed in address order: walk them until [a, end) is covered. */
+	char line[512];
+	int ret = -EFAULT;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perm[5];
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3)
+			continue;
+		if (hi <= a)
+			continue;
+		if (lo > a || perm[0] != 'r' || (write && perm[1] != 'w'))
+			break; /* a hole, or a mapping without the rights */
+		if (hi >= end) {
+			ret = 0;
+			break;
+		}
+		a = hi;
+	}
+	fclose(f);
+	return ret;
+}
+
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				unsigned int access)
 {
@@ -56,6 +105,10 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	}
 	if (obj_mr_check_access(access) < 0 || length > UINT64_MAX - iova) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (check_mapped(addr, length, access) < 0) {
+		errno = EFAULT;
 		return NULL;
 	}
 	struct sr_context *ctx = sr_ctx(pd->context);
@@ -140,6 +193,12 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	if ((new_pd && (!pd || pd->context != ibmr->context)) ||
 	    (new_access && obj_mr_check_access((unsigned)access) < 0)) {
 		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if ((new_range || new_access) &&
+	    check_mapped(new_range ? addr : mr->omr.addr, new_range ? length : mr->omr.length,
+			 new_access ? (unsigned)access : mr->omr.access) < 0) {
+		errno = EFAULT; /* rxe: the pages cannot be pinned */
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	struct sr_context *ctx = sr_ctx(ibmr->context);

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +40,60 @@ static struct ibv_device *lo_device(struct ibv_device ***list)
 		if (!strcmp(ibv_get_device_name((*list)[i]), dev_name))
 			return (*list)[i];
 	return NULL;
+}
+
+/* Memory that is not mapped, or not with the rights asked, is refused at registration with
+ * EFAULT, as rxe (which pins the pages): a peer's access to it would kill the process. */
+static void reg_unmapped(struct ibv_pd *pd, bool iwarp)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *m =
+	    mmap(NULL, 4 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(m != MAP_FAILED);
+	REQUIRE(munmap(m + pg, (size_t)pg) == 0);		   /* page 1: a hole */
+	REQUIRE(mprotect(m + 2 * pg, (size_t)pg, PROT_READ) == 0); /* page 2: read only */
+	REQUIRE(mprotect(m + 3 * pg, (size_t)pg, PROT_NONE) == 0); /* page 3: no access */
+	const unsigned rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct {
+		size_t off, len;
+		unsigned access;
+		bool ok;
+	} cases[] = {
+	    {0, (size_t)pg, rw, true},
+	    {0, 2 * (size_t)pg, rw, false},			 /* into the hole */
+	    {(size_t)pg - 8, 16, IBV_ACCESS_REMOTE_READ, false}, /* a byte of it */
+	    {2 * (size_t)pg, (size_t)pg, IBV_ACCESS_REMOTE_READ, true},
+	    {2 * (size_t)pg, (size_t)pg, IBV_ACCESS_LOCAL_WRITE, false},
+	    {2 * (size_t)pg, 8, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE, false},
+	    {3 * (size_t)pg, (size_t)pg, IBV_ACCESS_REMOTE_READ, false},
+	    {2 * (size_t)pg, 2 * (size_t)pg, 0, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		errno = 0;
+		struct ibv_mr *mr =
+		    ibv_reg_mr(pd, m + cases[i].off, cases[i].len, (int)cases[i].access);
+		if (cases[i].ok) {
+			CHECK(mr != NULL);
+		} else {
+			CHECK(mr == NULL);
+			CHECK_EQ(errno, EFAULT);
+		}
+		if (mr)
+			CHECK_EQ(ibv_dereg_mr(mr), 0);
+	}
+	if (!iwarp) { /* rereg onto the hole: refused as the kernel's command (siw has no rereg) */
+		struct ibv_mr *mr = ibv_reg_mr(pd, m, (size_t)pg, (int)rw);
+		REQUIRE(mr);
+		errno = 0;
+		CHECK_EQ(
+		    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, m + pg, (size_t)pg, 0),
+		    IBV_REREG_MR_ERR_CMD);
+		CHECK_EQ(errno, EFAULT);
+		CHECK(mr->addr == m);
+		CHECK_EQ(ibv_dereg_mr(mr), 0);
+	}
+	munmap(m, (size_t)pg);
+	munmap(m + 2 * pg, 2 * (size_t)pg);
 }
 
 static void queries(struct ibv_context *ctx)
@@ -842,6 +897,7 @@ int main(int argc, char **argv)
 	end_open(&a, dev, false);
 	end_open(&b, dev, true);
 	queries(a.ctx);
+	reg_unmapped(a.pd, iw);
 	for (int i = 0; i < 2; i++) {
 		union ibv_gid ga, gb;
 		ibv_query_gid(a.ctx, 1, 0, &ga);
