@@ -77,9 +77,11 @@
  * Demultiplexing QP1 MADs between processes (rdma_cm) is left to a layer above.
  * Limitations: a foreign socket (not softrdma) that joins the same reuseport group takes an index
  * this scheme does not know; steering then stays incomplete (counted in steer_incomplete).
- * A process that forks without exec shares its sockets and registry file with the child (all
- * are O_CLOEXEC): the member then lives on while either process does; the child must not use
- * the io_udp. When every member crashes, the registry file stays behind; the next member to
+ * A process that forks without exec would share its sockets and registry file with the child
+ * (all are O_CLOEXEC), keeping the member alive in the kernel's group after the parent closed
+ * it or ended: the child drops its copies at the fork (udp.c, fork_child: /dev/null in their
+ * place, the registry unmapped), and its io_udp_close frees the rest without leaving the
+ * parent's group; the child cannot use the io_udp. When every member crashes, the registry file stays behind; the next member to
  * join reuses it, and the last one to close removes it.
  *
  * io_udp_recv handles probes internally (they never reach the caller) and does the steering

@@ -756,6 +756,33 @@ fail_free:
 	return err;
 }
 
+void io_steer_forked(struct io_steer *st)
+{
+	if (!st)
+		return;
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		dup3(nul, st->regfd, O_CLOEXEC);
+		close(nul);
+	}
+	/* The mapping holds the file too, and with it the lock: a private zeroed one takes its
+	 * place (a child that still calls in reads an empty registry, and touches nothing). */
+	void *m = mmap(st->reg, sizeof(struct reg), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (m == MAP_FAILED)
+		munmap(st->reg, sizeof(struct reg));
+}
+
+void io_steer_abandon(struct io_steer *st, int sock)
+{
+	close(sock);
+	if (!st)
+		return;
+	munmap(st->reg, sizeof(struct reg));
+	close(st->regfd);
+	free(st);
+}
+
 void io_steer_leave(struct io_steer *st, int sock)
 {
 	struct reg *r;

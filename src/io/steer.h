@@ -46,6 +46,13 @@ int io_steer_join(const struct io_steer_cfg *cfg, int sock, const struct sockadd
 /* Leaves the group and CLOSES sock at the right moment (io.h "leave"); frees st. */
 void io_steer_leave(struct io_steer *st, int sock);
 
+/* In a fork's child (udp.c's atfork handler): drops the child's references to the registry
+ * (its descriptor becomes /dev/null, its mapping goes), which would keep the parent's
+ * liveness lock held after the parent left. */
+void io_steer_forked(struct io_steer *st);
+/* Frees st and closes sock without leaving the group: the membership is the parent's. */
+void io_steer_abandon(struct io_steer *st, int sock);
+
 uint8_t io_steer_slot(const struct io_steer *st);
 
 enum io_steer_verdict {

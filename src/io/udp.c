@@ -4,7 +4,9 @@
 #include "io/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +76,74 @@ struct io_udp {
 	int gro_got, gro_msg;
 	size_t gro_off;
 	atomic_bool gro_held; /* gro_msg < gro_got, for io_udp_pending without the rx side */
+
+	/* The process's io_udps (live, under live_lock), for a fork's child: its copies of the
+	 * sockets and registry are dropped at the fork (fork_child), and io_udp_close of an
+	 * orphan frees what is left without touching the parent's membership. */
+	struct io_udp *live_next, **live_prev;
+	bool orphan;
 };
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct io_udp *live;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&live_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* In a fork's child: /dev/null takes the place of each socket of the parent's io_udps (the
+ * descriptor numbers stay taken, so nothing else gets them before io_udp_close), and the
+ * registry's file and mapping go. Otherwise the child's references keep the parent's socket
+ * in the reuseport group, and its liveness lock in the registry, after the parent closed it
+ * or ended: the kernel then steers packets to a socket nobody reads (io.h). */
+static void fork_child(void)
+{
+	int nul = live ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1;
+	for (struct io_udp *io = live; io && nul >= 0; io = io->live_next) {
+		dup3(nul, io->fd, O_CLOEXEC);
+		for (uint32_t i = 0; i < io->nsports; i++)
+			if (io->sports[i].fd >= 0)
+				dup3(nul, io->sports[i].fd, O_CLOEXEC);
+		io_steer_forked(io->steer);
+		io->orphan = true;
+	}
+	if (nul >= 0)
+		close(nul);
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void fork_register(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void live_add(struct io_udp *io)
+{
+	pthread_once(&fork_once, fork_register);
+	pthread_mutex_lock(&live_lock);
+	io->live_next = live;
+	io->live_prev = &live;
+	if (live)
+		live->live_prev = &io->live_next;
+	live = io;
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(struct io_udp *io)
+{
+	pthread_mutex_lock(&live_lock);
+	*io->live_prev = io->live_next;
+	if (io->live_next)
+		io->live_next->live_prev = io->live_prev;
+	pthread_mutex_unlock(&live_lock);
+}
 
 static const char *const counter_names[] = {
 #define X_NAME(name, desc) #name,
@@ -267,6 +336,7 @@ int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 	err = io_steer_join(&scfg, io->fd, (const struct sockaddr *)&sa, salen, &io->steer);
 	if (err)
 		goto fail_close;
+	live_add(io);
 	*out = io;
 	return 0;
 
@@ -281,12 +351,16 @@ void io_udp_close(struct io_udp *io)
 {
 	if (!io)
 		return;
+	live_remove(io);
 	for (uint32_t i = 0; i < io->nsports; i++) {
 		if (io->sports[i].fd >= 0)
 			close(io->sports[i].fd);
 	}
 	free(io->sports);
-	io_steer_leave(io->steer, io->fd); /* closes io->fd at the right moment */
+	if (io->orphan)
+		io_steer_abandon(io->steer, io->fd); /* a fork's copy: the parent's group */
+	else
+		io_steer_leave(io->steer, io->fd); /* closes io->fd at the right moment */
 	if (io->gro_mem)
 		munmap(io->gro_mem, (size_t)IO_UDP_BATCH * GRO_ROOM);
 	free(io);
