@@ -936,6 +936,11 @@ int iwp_auto_connect(struct iwp *p, struct iw_qp *qp, const uint8_t local[16],
 	ac->next = r->acs;
 	r->acs = ac;
 	CNT(r, started);
+	/* The thread polls a new listener, or starts connecting. */
+	uint64_t one = 1;
+	if (write(r->evfd, &one, sizeof(one)) < 0) {
+		/* already signalled */
+	}
 	return 0;
 }
 

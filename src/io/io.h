@@ -81,8 +81,8 @@
  * (all are O_CLOEXEC), keeping the member alive in the kernel's group after the parent closed
  * it or ended: the child drops its copies at the fork (udp.c, fork_child: /dev/null in their
  * place, the registry unmapped), and its io_udp_close frees the rest without leaving the
- * parent's group; the child cannot use the io_udp. When every member crashes, the registry file stays behind; the next member to
- * join reuses it, and the last one to close removes it.
+ * parent's group; the child cannot use the io_udp. When every member crashes, the registry file
+ * stays behind; the next member to join reuses it, and the last one to close removes it.
  *
  * io_udp_recv handles probes internally (they never reach the caller) and does the steering
  * bookkeeping a probe or a misdelivered packet requires, without ever blocking: the registry lock
