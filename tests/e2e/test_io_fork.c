@@ -4,7 +4,10 @@
  * its liveness lock in the registry), so the members that joined next were steered around a
  * socket nobody read: packets for them went missing until the child ended. Now B and D join
  * the same port while the child still lives, and every packet B sends to D's slot reaches D.
- * Also: the child closing the io_udp it inherited leaves the parent's membership alone. */
+ * Also: the child closing the io_udp it inherited leaves the parent's membership alone.
+ * The same for TCP (iWARP): a listener the parent closed while a fork's child lives takes no
+ * more connections from its SO_REUSEPORT group (all go to the parent's new listener), and a
+ * connection the parent closed ends for the peer (EOF), child or not. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +24,7 @@
 
 #include "check.h"
 #include "io/io.h"
+#include "io/tcp.h"
 
 #define N    200
 #define PLEN 48
@@ -78,6 +82,95 @@ static int receive(struct io_udp *io, uint8_t slot, int ms)
 	}
 }
 
+/* Forks; the child (0 returned) has run the fork handlers and holds pipefd[0], which tells
+ * it when to end; the parent returns once the child is that far (the handlers run in the
+ * child after fork returns there: until then its copies are the parent's). */
+static pid_t fork_child_ready(int pipefd[2])
+{
+	int ready[2];
+	REQUIRE(pipe(ready) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(30);
+		close(pipefd[1]);
+		close(ready[0]);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(3);
+		close(ready[1]);
+		return 0;
+	}
+	close(ready[1]);
+	char c;
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	close(ready[0]);
+	return child;
+}
+
+static const uint8_t lo4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 1};
+
+static void tcp_part(void)
+{
+	uint16_t tport = (uint16_t)(port + 1);
+	struct io_tcp_opts o = {.reuseport = true};
+	struct io_tcp_listener *l1, *l2;
+	REQUIRE(io_tcp_listen(lo4, tport, 0, &o, &l1) == 0);
+	/* A connection the parent will close. */
+	struct io_tcp_conn *peer, *mine;
+	REQUIRE(io_tcp_connect(NULL, 0, lo4, tport, NULL, &peer) == 0);
+	struct pollfd pl = {.fd = io_tcp_listener_fd(l1), .events = POLLIN};
+	REQUIRE(poll(&pl, 1, 5000) == 1);
+	REQUIRE(io_tcp_accept(l1, &mine, NULL, NULL) == 0);
+
+	int pipefd[2];
+	REQUIRE(pipe(pipefd) == 0);
+	pid_t child = fork_child_ready(pipefd);
+	if (child == 0) {
+		char c;
+		if (read(pipefd[0], &c, 1) < 0) {
+			/* the parent ended */
+		}
+		io_tcp_close(mine);
+		io_tcp_listener_close(l1);
+		_exit(0);
+	}
+	close(pipefd[0]);
+	io_tcp_close(mine);
+	io_tcp_listener_close(l1);
+	/* The peer sees the end of the stream. */
+	struct pollfd pp = {.fd = io_tcp_fd(peer), .events = POLLIN};
+	CHECK_EQ(poll(&pp, 1, 2000), 1);
+	char b[8];
+	CHECK_EQ(read(io_tcp_fd(peer), b, sizeof(b)), 0);
+	io_tcp_close(peer);
+	/* A new listener in the group takes every connection. */
+	REQUIRE(io_tcp_listen(lo4, tport, 0, &o, &l2) == 0);
+	struct io_tcp_conn *cs[20];
+	for (int i = 0; i < 20; i++)
+		REQUIRE(io_tcp_connect(NULL, 0, lo4, tport, NULL, &cs[i]) == 0);
+	int accepted = 0;
+	for (int tries = 0; tries < 200 && accepted < 20; tries++) {
+		struct pollfd p2 = {.fd = io_tcp_listener_fd(l2), .events = POLLIN};
+		struct io_tcp_conn *a;
+		if (poll(&p2, 1, 10) == 1 && io_tcp_accept(l2, &a, NULL, NULL) == 0) {
+			accepted++;
+			io_tcp_close(a);
+		}
+	}
+	for (int i = 0; i < 20; i++)
+		io_tcp_close(cs[i]);
+	printf(
+	    "%d of 20 TCP connections reached the parent's listener, with a fork's child alive\n",
+	    accepted);
+	CHECK_EQ(accepted, 20);
+	io_tcp_listener_close(l2);
+	close(pipefd[1]);
+	int st;
+	REQUIRE(waitpid(child, &st, 0) == child);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	snprintf(regdir, sizeof(regdir), "/tmp/softrdma-test-fork-%d", (int)getpid());
@@ -87,12 +180,8 @@ int main(void)
 	struct io_udp *a = open_member();
 	int pipefd[2];
 	REQUIRE(pipe(pipefd) == 0);
-	pid_t child = fork();
-	REQUIRE(child >= 0);
+	pid_t child = fork_child_ready(pipefd);
 	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		alarm(30);
-		close(pipefd[1]);
 		char c;
 		if (read(pipefd[0], &c, 1) < 0) {
 			/* the parent ended */
@@ -130,5 +219,6 @@ int main(void)
 	io_udp_close(b);
 	io_udp_close(d);
 	CHECK_EQ(rmdir(regdir), 0); /* the last member removed the registry */
+	tcp_part();
 	return check_exit();
 }
