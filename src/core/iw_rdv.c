@@ -99,6 +99,12 @@ struct rdv_ac {
 	short ev;		 /* poll events wanted on tcp */
 	struct io_tcp_conn *tcp; /* active: the attempt in progress */
 	struct iw_conn c;
+	/* Active: the attempt whose Request went out before our RTS, without our SQ PSN. The
+	 * peer may have accepted it (it checked our RQ PSN), so it runs on beside the new one
+	 * until it gets its Reply or fails; the peer accepts at most one of the two. */
+	struct io_tcp_conn *old_tcp;
+	short old_ev;
+	struct iw_conn old_c;
 	struct rdv_in *in; /* passive: the connection matched with us */
 	uint64_t deadline, next_try, backoff;
 	struct rdv_ac *next;
@@ -288,6 +294,7 @@ static void ac_free(struct rdv_ac *ac)
 		ac->in->ev = 0;
 	}
 	io_tcp_abort(ac->tcp);
+	io_tcp_abort(ac->old_tcp);
 	free(ac);
 }
 
@@ -697,6 +704,43 @@ static bool reply_ok(const struct iw_conn *c, const struct rdv_ac *ac)
 	       pd[4] == PD_VERSION && psns_check(pd + 5, pd + 8, ac) >= 0;
 }
 
+/* The active side's handshake on tcp (c) is over and its Reply checked: the QP has its
+ * connection (ac is finished). */
+static void established(struct iwp_rdv *r, struct rdv_ac *ac, struct io_tcp_conn *tcp,
+			struct iw_conn *c, const uint8_t *left, size_t nleft, uint64_t now)
+{
+	if (iwp_establish_locked(r->p, ac->qp, tcp, c, left, nleft, true) < 0)
+		iw_qp_conn_failed(ac->qp, now);
+	else
+		CNT(r, established_active);
+}
+
+/* One step of the attempt that went out before our RTS. Returns true when it established
+ * the QP's connection (ac is finished); a failed one is dropped, the new attempt goes on. */
+static bool old_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t *wake)
+{
+	uint8_t left[IWP_HS_BUF];
+	size_t nleft = 0;
+	short ev = 0;
+	int st = iwp_hs_step(ac->old_tcp, &ac->old_c, now, left, &nleft, &ev);
+	if (st == 0) {
+		ac->old_ev = ev;
+		*wake = min_u64(*wake, iw_conn_deadline(&ac->old_c));
+		return false;
+	}
+	struct io_tcp_conn *tcp = ac->old_tcp;
+	ac->old_tcp = NULL;
+	ac->old_ev = 0;
+	if (st < 0 || !reply_ok(&ac->old_c, ac)) {
+		if (st > 0)
+			CNT(r, drop_bad_psn);
+		io_tcp_abort(tcp); /* the peer waited for the new attempt (or is not the peer) */
+		return false;
+	}
+	established(r, ac, tcp, &ac->old_c, left, nleft, now);
+	return true;
+}
+
 /* One pass over a QP being connected. Returns true when it is finished (free it). */
 static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t *wake)
 {
@@ -712,6 +756,8 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 	*wake = min_u64(*wake, ac->deadline);
 	if (!ac->active)
 		return false; /* an incoming connection will match it */
+	if (ac->old_tcp && old_run(r, ac, now, wake))
+		return true;
 	if (!ac->tcp) {
 		if (now < ac->next_try) {
 			*wake = min_u64(*wake, ac->next_try);
@@ -775,10 +821,7 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 	}
 	struct io_tcp_conn *tcp = ac->tcp;
 	ac->tcp = NULL;
-	if (iwp_establish_locked(r->p, ac->qp, tcp, &ac->c, left, nleft, true) < 0)
-		iw_qp_conn_failed(ac->qp, now);
-	else
-		CNT(r, established_active);
+	established(r, ac, tcp, &ac->c, left, nleft, now);
 	return true;
 }
 
@@ -834,9 +877,12 @@ static size_t pollset(struct iwp_rdv *r)
 	for (struct rdv_in *in = r->ins; ok && in; in = in->next)
 		if (in->tcp && in->ev)
 			ok = pfd_add(r, &n, io_tcp_fd(in->tcp), in->ev);
-	for (struct rdv_ac *ac = r->acs; ok && ac; ac = ac->next)
+	for (struct rdv_ac *ac = r->acs; ok && ac; ac = ac->next) {
 		if (ac->tcp && ac->ev)
 			ok = pfd_add(r, &n, io_tcp_fd(ac->tcp), ac->ev);
+		if (ok && ac->old_tcp && ac->old_ev)
+			ok = pfd_add(r, &n, io_tcp_fd(ac->old_tcp), ac->old_ev);
+	}
 	return ok ? n : 0;
 }
 
@@ -956,12 +1002,20 @@ void iwp_auto_connect_rts(struct iwp *p, struct iw_qp *qp, uint32_t sq_psn)
 	ac->rts = true;
 	uint64_t now = core_now_ns();
 	if (ac->active) {
-		/* A Request without our SQ PSN may be out, which a peer in RTR only cannot
-		 * check: start again with it, at once. */
-		io_tcp_abort(ac->tcp);
-		ac->tcp = NULL;
-		ac->hs = false;
-		ac->ev = 0;
+		/* A Request without our SQ PSN may be out. A peer in RTS can check it (our RQ
+		 * PSN) and may have accepted it already, so it is not closed (that would reset
+		 * the peer's connection); a peer in RTR only cannot check it and parks it. So it
+		 * runs on beside a new attempt that carries our SQ PSN, started at once. A TCP
+		 * connect still in progress sends its Request later, with the SQ PSN. */
+		if (ac->tcp && ac->hs) {
+			io_tcp_abort(ac->old_tcp);
+			ac->old_tcp = ac->tcp;
+			ac->old_c = ac->c;
+			ac->old_ev = ac->ev;
+			ac->tcp = NULL;
+			ac->hs = false;
+			ac->ev = 0;
+		}
 		ac->next_try = now;
 		ac->backoff = RETRY_MIN_NS;
 	}

@@ -486,28 +486,76 @@ static void test_rtr_only(void)
 	dev_close(&B);
 }
 
-/* The initiator checks the Reply: a responder on the rendezvous port (here a plain socket
- * that answers MPA) whose PSNs are not the ones the application named gets no connection;
- * the Request carries the initiator's PSNs. */
-static void test_fake_responder(void)
+/* A responder on the rendezvous port that the test plays itself (a plain socket that answers
+ * MPA, on port + 20000): *lfd listens, C is opened with a QP that connects to it. */
+static struct ibv_qp *fake_listen(struct dev *C, int *lfd)
 {
 	uint16_t port = (uint16_t)(atoi(getenv("SOFTRDMA_IW_PORT")) + 20000);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0);
-	REQUIRE(lfd >= 0);
+	*lfd = socket(AF_INET, SOCK_STREAM, 0);
+	REQUIRE(*lfd >= 0);
 	int one = 1;
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(*lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	REQUIRE(bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 8) == 0);
+	REQUIRE(bind(*lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(*lfd, 8) == 0);
 	char *saved = strdup(getenv("SOFTRDMA_IW_PORT"));
 	char pbuf[16];
 	snprintf(pbuf, sizeof(pbuf), "%u", port);
 	setenv("SOFTRDMA_IW_PORT", pbuf, 1);
-	struct dev C;
-	dev_open(&C, 1 << 16);
-	struct ibv_qp *qp = qp_new(&C); /* reads the port */
+	dev_open(C, 1 << 16);
+	struct ibv_qp *qp = qp_new(C); /* reads the port */
 	setenv("SOFTRDMA_IW_PORT", saved, 1);
 	free(saved);
+	return qp;
+}
+
+/* Accepts the next connection and reads its 48-byte Request into b. Returns the socket, or
+ * -1 (closed) when fewer bytes came. */
+static int fake_accept(int lfd, uint8_t b[48])
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	REQUIRE(poll(&p, 1, 5000) == 1);
+	int c = accept(lfd, NULL, NULL);
+	REQUIRE(c >= 0);
+	struct timeval tv = {5, 0};
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	size_t got = 0;
+	while (got < 48) {
+		ssize_t r = read(c, b + got, 48 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got == 48)
+		return c;
+	close(c);
+	return -1;
+}
+
+/* Answers Request b on fd with a Reply: CRC, enhanced, the IRD/ORD words mirrored, the
+ * block of a responder in RTS with SQ PSN sq and RQ PSN rq. Returns send's result. */
+static ssize_t fake_reply(int fd, const uint8_t b[48], uint32_t sq, uint32_t rq)
+{
+	uint8_t rep[40] = "MPA ID Rep Frame";
+	rep[16] = 0x40 | 0x10;
+	rep[17] = 2;
+	rep[19] = 20;
+	memcpy(rep + 20, b + 20, 4);
+	memcpy(rep + 24, "sRDV", 4);
+	rep[28] = 2;
+	rep[29] = HAS_SQ;
+	put_be32(rep + 32, sq);
+	put_be32(rep + 36, rq);
+	return send(fd, rep, sizeof(rep), MSG_NOSIGNAL);
+}
+
+/* The initiator checks the Reply: a responder whose PSNs are not the ones the application
+ * named gets no connection; the Request carries the initiator's PSNs. */
+static void test_fake_responder(void)
+{
+	struct dev C;
+	int lfd;
+	struct ibv_qp *qp = fake_listen(&C, &lfd);
 	const uint32_t peer = 0xFE0001, rq = 0x111111, sq = 0x222222;
 	REQUIRE(qp_rtr(qp, C.gid, peer, rq) == 0); /* we connect: our QPN is the lower */
 	qp_rts(qp, sq);
@@ -515,24 +563,12 @@ static void test_fake_responder(void)
 		/* Connections until one whose Request has our SQ PSN (one sent in RTR may come
 		 * first and be dropped by C). */
 		int fd = -1;
-		uint8_t b[64];
+		uint8_t b[48];
 		for (int tries = 0; tries < 20 && fd < 0; tries++) {
-			struct pollfd p = {.fd = lfd, .events = POLLIN};
-			REQUIRE(poll(&p, 1, 5000) == 1);
-			int c = accept(lfd, NULL, NULL);
-			REQUIRE(c >= 0);
-			struct timeval tv = {5, 0};
-			setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-			size_t got = 0;
-			while (got < 48) {
-				ssize_t r = read(c, b + got, 48 - got);
-				if (r <= 0)
-					break;
-				got += (size_t)r;
-			}
-			if (got == 48 && (b[29] & HAS_SQ))
+			int c = fake_accept(lfd, b);
+			if (c >= 0 && (b[29] & HAS_SQ))
 				fd = c;
-			else
+			else if (c >= 0)
 				close(c);
 		}
 		REQUIRE(fd >= 0);
@@ -543,20 +579,10 @@ static void test_fake_responder(void)
 		CHECK_EQ(get_be32(b + 36), qp->qp_num);
 		CHECK_EQ(get_be32(b + 40), sq);
 		CHECK_EQ(get_be32(b + 44), rq);
-		/* The Reply: CRC, enhanced, the IRD/ORD words mirrored, our block. */
 		CHECK(b[16] & 0x10);
-		uint8_t rep[40] = "MPA ID Rep Frame";
-		rep[16] = 0x40 | 0x10;
-		rep[17] = 2;
-		rep[19] = 20;
-		memcpy(rep + 20, b + 20, 4);
-		memcpy(rep + 24, "sRDV", 4);
-		rep[28] = 2;
-		rep[29] = HAS_SQ;
 		uint64_t bad = counter(C.ctx, "iw_rdv_drop_bad_psn");
-		put_be32(rep + 32, round ? rq : rq + 1); /* our SQ PSN: C's RQ PSN, or not */
-		put_be32(rep + 36, sq);
-		REQUIRE(write(fd, rep, 40) == 40);
+		/* The responder's SQ PSN: C's RQ PSN, or not. */
+		REQUIRE(fake_reply(fd, b, round ? rq : rq + 1, sq) == 40);
 		if (round == 0) {
 			CHECK_EQ(counter_wait(C.ctx, "iw_rdv_drop_bad_psn", bad + 1), bad + 1);
 			CHECK(closed_within(fd, 5000));
@@ -567,6 +593,36 @@ static void test_fake_responder(void)
 		}
 		close(fd);
 	}
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	dev_close(&C);
+	close(lfd);
+}
+
+/* The initiator's Request went out in RTR (no SQ PSN), and the application moved the QP to
+ * RTS before the Reply came: a responder in RTS may have accepted that Request already (it
+ * checked the initiator's RQ PSN), so the initiator must not close it: the Reply still
+ * establishes the connection. (Closing it reset the responder's QP: ERR, flushed work.) */
+static void test_rts_before_reply(void)
+{
+	struct dev C;
+	int lfd;
+	struct ibv_qp *qp = fake_listen(&C, &lfd);
+	const uint32_t peer = 0xFE0001, rq = 0x333333, sq = 0x444444;
+	REQUIRE(qp_rtr(qp, C.gid, peer, rq) == 0);
+	uint8_t b[48];
+	int fd = fake_accept(lfd, b);
+	REQUIRE(fd >= 0);
+	CHECK_EQ(b[29] & HAS_SQ, 0); /* sent in RTR */
+	CHECK_EQ(get_be32(b + 44), rq);
+	qp_rts(qp, sq);
+	CHECK_EQ(fake_reply(fd, b, rq, sq), 40);
+	CHECK_EQ(counter_wait(C.ctx, "iw_rdv_established_active", 1), 1);
+	CHECK(!closed_within(fd, 200)); /* the connection lives on */
+	struct ibv_qp_attr at;
+	struct ibv_qp_init_attr ia;
+	REQUIRE(ibv_query_qp(qp, &at, IBV_QP_STATE, &ia) == 0);
+	CHECK_EQ(at.qp_state, IBV_QPS_RTS);
+	close(fd);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 	dev_close(&C);
 	close(lfd);
@@ -763,6 +819,7 @@ int main(void)
 	test_forged();
 	test_rtr_only();
 	test_fake_responder();
+	test_rts_before_reply();
 	setenv("SOFTRDMA_IW_CRC", "peer", 1);
 	test_processes();
 	setenv("SOFTRDMA_IW_CONNECT_TIMEOUT", "300", 1);
