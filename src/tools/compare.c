@@ -14,6 +14,7 @@
  * as perftest's: doubled here). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -97,7 +99,10 @@ struct loss_pt {
 
 struct opts {
 	bool quick, quiet, no_loss, server;
-	const char *host; /* two hosts: the server's address */
+	const char *host;   /* two hosts: the server's address */
+	const char *listen; /* --server: the address it listens on */
+	const char *token;  /* two hosts: what the client shows the server (NULL: none given) */
+	double idle_s;	    /* --server: how long an idle client keeps it */
 	const char *json_path, *html_path;
 	int port;
 	uint64_t lat_iters;
@@ -1495,6 +1500,12 @@ static void usage(FILE *f)
 	    "  -D, --duration SECONDS  per bandwidth point (default 1; quick 0.3)\n"
 	    "      --no-loss           skip the goodput-under-loss runs\n"
 	    "      --server            serve the other host's runs (until Ctrl-C)\n"
+	    "      --listen ADDR       --server: the address to listen on (default 127.0.0.1;\n"
+	    "                          name this host's address on the link to the other)\n"
+	    "      --token TOKEN       the secret a client must show --server (default: the\n"
+	    "                          server makes one and prints it; or SOFTRDMA_COMPARE_TOKEN)\n"
+	    "      --idle SECONDS      --server: a client silent this long is dropped (default "
+	    "120)\n"
 	    "  -p, --port PORT         the control port of --server (default 18600); the "
 	    "measurements\n"
 	    "                          use the 499 ports above it (on loopback too)\n"
@@ -1508,6 +1519,26 @@ static void usage(FILE *f)
 	    f);
 }
 
+/* A token: 8 .. 64 characters of [A-Za-z0-9_-] (one word of a control line). */
+static bool token_ok(const char *t)
+{
+	size_t n = strlen(t);
+	if (n < 8 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)t[i]) && t[i] != '-' && t[i] != '_')
+			return false;
+	return true;
+}
+
+static bool idle_given(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--idle") || !strncmp(argv[i], "--idle=", 7))
+			return true;
+	return false;
+}
+
 static int parse_num(const char *s, double lo, double hi, double *out)
 {
 	char *end;
@@ -1519,7 +1550,7 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
-enum { O_JSON = 256, O_HTML, O_NOLOSS, O_TIMEOUT, O_SERVER };
+enum { O_JSON = 256, O_HTML, O_NOLOSS, O_TIMEOUT, O_SERVER, O_LISTEN, O_TOKEN, O_IDLE };
 
 static int parse_args(struct opts *o, int argc, char **argv)
 {
@@ -1530,6 +1561,9 @@ static int parse_args(struct opts *o, int argc, char **argv)
 					   {"duration", required_argument, NULL, 'D'},
 					   {"no-loss", no_argument, NULL, O_NOLOSS},
 					   {"server", no_argument, NULL, O_SERVER},
+					   {"listen", required_argument, NULL, O_LISTEN},
+					   {"token", required_argument, NULL, O_TOKEN},
+					   {"idle", required_argument, NULL, O_IDLE},
 					   {"port", required_argument, NULL, 'p'},
 					   {"timeout", required_argument, NULL, O_TIMEOUT},
 					   {"quiet", no_argument, NULL, 'q'},
@@ -1539,7 +1573,8 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	*o = (struct opts){.json_path = "softrdma-compare.json",
 			   .html_path = "softrdma-compare.html",
 			   .port = 18600,
-			   .timeout_s = 10};
+			   .timeout_s = 10,
+			   .idle_s = 120};
 	optind = 1;
 	opterr = 0;
 	int ch;
@@ -1577,6 +1612,21 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case O_SERVER:
 			o->server = true;
+			break;
+		case O_LISTEN:
+			o->listen = optarg;
+			break;
+		case O_TOKEN:
+			o->token = optarg;
+			break;
+		case O_IDLE:
+			if (parse_num(optarg, 1, 3600, &o->idle_s)) {
+				fprintf(stderr,
+					"softrdma compare: --idle wants 1 .. 3600 seconds, not "
+					"'%s'\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'p':
 			if (parse_num(optarg, 1024, 65535 - 500, &v) || v != (int)v) {
@@ -1622,8 +1672,28 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	}
 	if (o->server && o->host) {
 		fprintf(stderr, "softrdma compare: --server takes no address (the client names the "
-				"server)\n");
+				"server; --listen names the address to listen on)\n");
 		goto hint;
+	}
+	if (!o->server && (o->listen || idle_given(argc, argv))) {
+		fprintf(stderr, "softrdma compare: --listen and --idle are options of --server\n");
+		goto hint;
+	}
+	if (!o->token) {
+		const char *t = getenv("SOFTRDMA_COMPARE_TOKEN");
+		o->token = t && *t ? t : NULL;
+	}
+	if (o->token && !token_ok(o->token)) {
+		fprintf(stderr,
+			"softrdma compare: a token is 8 .. 64 letters, digits, '-' or '_', not "
+			"'%s'\n",
+			o->token);
+		return 2;
+	}
+	if (o->host && !o->token) {
+		fprintf(stderr, "softrdma compare: two hosts need the token that 'softrdma compare "
+				"--server' printed (--token TOKEN, or SOFTRDMA_COMPARE_TOKEN)\n");
+		return 2;
 	}
 	o->lat_iters = iters ? (uint64_t)iters : o->quick ? 3000 : 20000;
 	o->bw_seconds = dur ? dur : o->quick ? 0.3 : 1;
@@ -1748,6 +1818,30 @@ static bool o_remote_or_server(const struct opts *o)
 
 /* ---- two hosts: the server side ---- */
 
+/* Whether the measurement ch still runs (not reaped: wait_child still gets its status). */
+static bool child_running(const struct child *ch)
+{
+	siginfo_t si = {0};
+	return ch->pid > 0 && waitid(P_PID, (id_t)ch->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == 0;
+}
+
+/* The first line of a session: "HELLO 2 <token>" with the server's token. NULL if it is, else
+ * why not. The comparison takes the same time wherever the tokens differ. */
+static const char *hello_check(const struct cmp *c, const char *line)
+{
+	if (!strcmp(line, "HELLO 1"))
+		return "this server wants a token: a newer softrdma on the client, with --token";
+	if (strncmp(line, "HELLO 2 ", 8))
+		return "HELLO with the token first";
+	const char *t = line + 8;
+	size_t n = strlen(t), m = strlen(c->o.token);
+	unsigned diff = n != m;
+	for (size_t i = 0; i < m; i++)
+		diff |= (unsigned char)c->o.token[i] ^ (unsigned char)(i < n ? t[i] : 0);
+	return diff ? "wrong token" : NULL;
+}
+
 /* One client's session; returns when it leaves, misbehaves, or on SIGINT / SIGTERM (-EINTR). */
 static int serve_session(struct cmp *c, int fd, const char *peer)
 {
@@ -1763,10 +1857,23 @@ static int serve_session(struct cmp *c, int fd, const char *peer)
 		line_write(fd, "ERR %s", why);
 		return 0;
 	}
+	/* What it starts listens where this client reached us (tool_listen_addr). */
+	char here[INET6_ADDRSTRLEN];
+	if (getnameinfo((struct sockaddr *)&me, ml, here, sizeof(here), NULL, 0, NI_NUMERICHOST))
+		snprintf(here, sizeof(here), "127.0.0.1");
+	if (!strncmp(here, "::ffff:", 7) && strchr(here, '.'))
+		memmove(here, here + 7, strlen(here + 7) + 1);
+	setenv("SOFTRDMA_TOOL_BIND", here, 1);
 	struct child ch = {0};
 	int ret = 0;
+	bool hello = false; /* the client showed the token */
 	for (;;) {
-		int r = line_read(fd, line, sizeof(line), CMP_IDLE_S, &stop_signal);
+		/* Until its HELLO a client has a few seconds; then --idle between commands,
+		 * longer only while a measurement it started still runs. */
+		double limit = hello ? c->o.idle_s : (c->o.idle_s < 10 ? c->o.idle_s : 10);
+		int r = line_read(fd, line, sizeof(line), limit, &stop_signal);
+		while (r == -ETIMEDOUT && hello && child_running(&ch))
+			r = line_read(fd, line, sizeof(line), limit, &stop_signal);
 		if (r == -EINTR) {
 			ret = r;
 			break;
@@ -1780,8 +1887,15 @@ static int serve_session(struct cmp *c, int fd, const char *peer)
 		}
 		struct srv_spec spec;
 		double secs;
-		if (!strcmp(line, "HELLO 1")) {
-			line_write(fd, "OK 1 %s %s", c->sdev[0], c->sdev[1]);
+		if (!hello) {
+			const char *why_not = hello_check(c, line);
+			if (why_not) {
+				line_write(fd, "ERR %s", why_not);
+				printf("%s: refused: %s\n", peer, why_not);
+				break;
+			}
+			hello = true;
+			line_write(fd, "OK 2 %s %s", c->sdev[0], c->sdev[1]);
 			printf("%s: connected (devices %s, %s)\n", peer, c->sdev[0], c->sdev[1]);
 		} else if (!strncmp(line, "START ", 6)) {
 			struct argv_b a;
@@ -1794,6 +1908,13 @@ static int serve_session(struct cmp *c, int fd, const char *peer)
 			    srv_argv(&spec, c->sdev[0], c->sdev[1], &a, &pl.transport) < 0) {
 				line_write(fd, "ERR bad START");
 				printf("%s: bad START: dropped\n", peer);
+				break;
+			}
+			if (spec.port <= c->o.port || spec.port > c->o.port + 499) {
+				line_write(fd, "ERR port %d is not one of %d..%d", spec.port,
+					   c->o.port + 1, c->o.port + 499);
+				printf("%s: START on port %d, outside %d..%d: dropped\n", peer,
+				       spec.port, c->o.port + 1, c->o.port + 499);
 				break;
 			}
 			r = spawn(c, &ch, "server", a.v, &pl);
@@ -1858,39 +1979,57 @@ static int serve_session(struct cmp *c, int fd, const char *peer)
 /* `softrdma compare --server`: serves clients one after the other until SIGINT / SIGTERM. */
 static int serve(struct cmp *c)
 {
-	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), zero = 0, one = 1;
-	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
-				  .sin6_port = htons((uint16_t)c->o.port),
-				  .sin6_addr = IN6ADDR_ANY_INIT};
-	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->o.port)};
-	if (fd >= 0) {
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, (struct sockaddr *)&a6, sizeof(a6)) < 0) {
-			close(fd);
-			fd = -1;
-		}
+	const char *addr = c->o.listen ? c->o.listen : "127.0.0.1";
+	struct sockaddr_storage sa = {0};
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&sa;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&sa;
+	socklen_t sl;
+	if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)c->o.port);
+		sl = sizeof(*a4);
+	} else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)c->o.port);
+		sl = sizeof(*a6);
+	} else {
+		fprintf(stderr,
+			"softrdma compare --server: --listen wants an IPv4 or IPv6 address of "
+			"this host, not '%s'\n",
+			addr);
+		return 2;
 	}
-	if (fd < 0) { /* no IPv6 here */
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (fd >= 0 && bind(fd, (struct sockaddr *)&a4, sizeof(a4)) < 0) {
-			fprintf(stderr, "softrdma compare --server: cannot listen on port %d: %s\n",
-				c->o.port, strerror(errno));
-			close(fd);
+	char made[33];
+	if (!c->o.token) {
+		uint8_t rnd[16];
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+			fprintf(stderr, "softrdma compare --server: no random token: %s\n",
+				strerror(errno));
 			return 1;
 		}
+		for (int i = 0; i < 16; i++)
+			snprintf(made + 2 * i, 3, "%02x", rnd[i]);
+		c->o.token = made;
 	}
-	if (fd < 0 || listen(fd, 4) < 0) {
-		fprintf(stderr, "softrdma compare --server: cannot listen on port %d: %s\n",
-			c->o.port, strerror(errno));
+	int one = 1, zero = 0, fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && sa.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 4) < 0) {
+		fprintf(stderr, "softrdma compare --server: cannot listen on %s port %d: %s\n",
+			addr, c->o.port, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;
 	}
-	printf("softrdma compare --server: waiting for clients on TCP port %d (measurements on "
-	       "ports %d..%d; Ctrl-C to stop)\n",
-	       c->o.port, c->o.port + 1, c->o.port + 499);
+	printf("softrdma compare --server: waiting for clients on %s TCP port %d (measurements "
+	       "on ports %d..%d; Ctrl-C to stop)\n",
+	       addr, c->o.port, c->o.port + 1, c->o.port + 499);
+	if (c->o.token == made)
+		printf("softrdma compare --server: clients need this token: --token %s (or "
+		       "SOFTRDMA_COMPARE_TOKEN)\n",
+		       made);
 	fflush(stdout);
 	int ret = 0;
 	while (!stop_signal) {
@@ -1929,13 +2068,13 @@ static int connect_server(struct cmp *c)
 		return fd == -EINTR ? fd : -1;
 	}
 	c->ctl = fd;
-	int r = line_write(fd, "HELLO 1");
+	int r = line_write(fd, "HELLO 2 %s", c->o.token);
 	if (r == 0)
 		r = line_read(fd, line, sizeof(line), c->o.timeout_s, &stop_signal);
 	if (r == -EINTR)
 		return r;
 	char roce[64], iwarp[64];
-	if (r < 0 || sscanf(line, "OK 1 %63s %63s", roce, iwarp) != 2) {
+	if (r < 0 || sscanf(line, "OK 2 %63s %63s", roce, iwarp) != 2) {
 		fprintf(stderr, "softrdma compare: the server %s port %d: %s\n", c->addr, c->o.port,
 			r < 0 ? "no answer" : line);
 		return -1;

@@ -3,16 +3,21 @@
  * compare --server`), the argument vectors, the control protocol of the two-host mode and the
  * lookup of a host's devices.
  *
- * The control protocol (TCP, the port of `compare --server`, default 18600): lines of text,
- * at most CMP_LINE_MAX bytes with the newline, client first.
- *   HELLO 1                       -> OK 1 <roce device> <iwarp device>   (the server's devices on
- *                                    the interface the connection came in on)
- *   START <srv_spec as text>      -> STARTED | ERR <why>    (the server side of one measurement)
+ * The control protocol (TCP, the port of `compare --server`, default 18600, on the one address
+ * it was told to listen on, loopback by default): lines of text, at most CMP_LINE_MAX bytes with
+ * the newline, client first.
+ *   HELLO 2 <token>               -> OK 2 <roce device> <iwarp device>   (the server's devices on
+ *                                    the interface the connection came in on), or ERR <why> and
+ *                                    the end of the session when the token is not the server's
+ *   START <srv_spec as text>      -> STARTED | ERR <why>    (the server side of one measurement,
+ *                                    on a port in PORT+1 .. PORT+499, listening on the address
+ *                                    the client reached the server on)
  *   WAIT <seconds>                -> EXIT <status> <why>    (status: the exit status, -1 if it
  *                                    did not end within the seconds: then it is killed)
  *   BYE                           -> (the server closes; a child still running is killed)
- * Anything else, or a client silent for CMP_IDLE_S seconds, ends the session. The server runs
- * only its own executable, with arguments it builds itself from a validated srv_spec. */
+ * Anything else, a client that does not say HELLO within 10 s, or one silent for --idle
+ * seconds while nothing it started runs, ends the session. The server runs only its own
+ * executable, with arguments it builds itself from a validated srv_spec. */
 #ifndef SOFTRDMA_TOOLS_COMPARE_H
 #define SOFTRDMA_TOOLS_COMPARE_H
 
@@ -22,7 +27,6 @@
 #include <sys/socket.h>
 
 #define CMP_LINE_MAX 256
-#define CMP_IDLE_S   600 /* the longest a client may stay silent between commands */
 
 enum srv_kind { SRV_LAT, SRV_BW, SRV_FLOOR, SRV_SETUP };
 

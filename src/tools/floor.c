@@ -212,15 +212,20 @@ static void big_buffers(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
 }
 
-static int bind_any(struct fl *f, int type)
+/* A socket of type bound to the server's port (tool_listen_addr: where it listens). */
+static int bind_server(struct fl *f, int type)
 {
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage a;
+	char why[160];
+	socklen_t al = tool_listen_addr(AF_INET, (uint16_t)f->port, &a, why, sizeof(why));
+	if (!al)
+		return fail(f, "%s", why);
+	int fd = socket(a.ss_family, type | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return fail(f, "socket: %s", strerror(errno));
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)f->port)};
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || (type == SOCK_STREAM && listen(fd, 16))) {
+	if (bind(fd, (struct sockaddr *)&a, al) || (type == SOCK_STREAM && listen(fd, 16))) {
 		int e = errno;
 		close(fd);
 		return fail(f, "cannot bind %s port %d: %s", type == SOCK_STREAM ? "TCP" : "UDP",
@@ -500,7 +505,7 @@ static void udp_linger(struct fl *f, const struct figs *g)
 /* Server, both UDP modes: the client is whoever sends the first datagram of a known type. */
 static int udp_serve(struct fl *f)
 {
-	f->fd = bind_any(f, SOCK_DGRAM);
+	f->fd = bind_server(f, SOCK_DGRAM);
 	if (f->fd < 0)
 		return -1;
 	big_buffers(f->fd);
@@ -792,7 +797,7 @@ static int tcp_server_hello(struct fl *f)
 
 static int tcp_serve(struct fl *f)
 {
-	f->lfd = bind_any(f, SOCK_STREAM);
+	f->lfd = bind_server(f, SOCK_STREAM);
 	if (f->lfd < 0)
 		return -1;
 	say(f, " Server: %s on TCP port %d, waiting for a client (%.1f s)\n", mode_names[f->mode],
@@ -1683,7 +1688,12 @@ static int rdma_server(struct fl *f)
 	int r = 0;
 	if (!ch)
 		return fail(f, "rdma_create_event_channel: %s", strerror(errno));
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)f->port)};
+	struct sockaddr_storage a;
+	char why[160];
+	if (!tool_listen_addr(AF_INET, (uint16_t)f->port, &a, why, sizeof(why))) {
+		r = fail(f, "%s", why);
+		goto out_channel;
+	}
 	if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP)) {
 		r = fail(f, "rdma_create_id: %s", strerror(errno));
 		goto out_channel;
@@ -1804,7 +1814,7 @@ static int tcp_setup_client(struct fl *f, struct stats *st)
 
 static int tcp_setup_server(struct fl *f)
 {
-	f->lfd = bind_any(f, SOCK_STREAM);
+	f->lfd = bind_server(f, SOCK_STREAM);
 	if (f->lfd < 0)
 		return -1;
 	say(f, " Server: TCP set-up on port %d, %llu connection(s) (%.1f s)\n", f->port,

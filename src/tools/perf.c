@@ -742,37 +742,31 @@ static void heartbeat(struct perf *pf, uint64_t t)
 
 static int chan_listen(struct perf *pf)
 {
-	int one = 1, ls = socket(AF_INET6, SOCK_STREAM, 0);
-	if (ls >= 0) {
-		int zero = 0;
-		setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		struct sockaddr_in6 a = {.sin6_family = AF_INET6,
-					 .sin6_port = htons((uint16_t)pf->o.port),
-					 .sin6_addr = in6addr_any};
-		if (bind(ls, (struct sockaddr *)&a, sizeof(a))) {
-			int e = errno;
+	int one = 1, zero = 0, ls = -1;
+	/* The wildcard of IPv6 (which takes IPv4 too), then of IPv4 where there is no IPv6; or
+	 * SOFTRDMA_TOOL_BIND's address alone. */
+	bool pinned = getenv("SOFTRDMA_TOOL_BIND") != NULL;
+	for (int family = AF_INET6; ls < 0; family = AF_INET) {
+		struct sockaddr_storage a;
+		char why[160];
+		socklen_t al = tool_listen_addr(family, (uint16_t)pf->o.port, &a, why, sizeof(why));
+		if (!al)
+			return report(pf, "%s", why);
+		ls = socket(a.ss_family, SOCK_STREAM, 0);
+		int e = errno;
+		if (ls >= 0) {
+			if (a.ss_family == AF_INET6)
+				setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+			setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (bind(ls, (struct sockaddr *)&a, al) == 0)
+				break;
+			e = errno;
 			close(ls);
 			ls = -1;
-			if (e == EADDRINUSE)
-				return report(pf, "cannot listen on TCP port %d: %s", pf->o.port,
-					      strerror(e));
 		}
-	}
-	if (ls < 0) { /* no IPv6: IPv4 only */
-		ls = socket(AF_INET, SOCK_STREAM, 0);
-		if (ls < 0)
-			return report(pf, "socket: %s", strerror(errno));
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		struct sockaddr_in a = {.sin_family = AF_INET,
-					.sin_port = htons((uint16_t)pf->o.port),
-					.sin_addr.s_addr = htonl(INADDR_ANY)};
-		if (bind(ls, (struct sockaddr *)&a, sizeof(a))) {
-			int e = errno;
-			close(ls);
+		if (pinned || family == AF_INET || e == EADDRINUSE)
 			return report(pf, "cannot listen on TCP port %d: %s", pf->o.port,
 				      strerror(e));
-		}
 	}
 	if (listen(ls, 1)) {
 		int e = errno;

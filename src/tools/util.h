@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* A subcommand's signals while it runs: SIGINT and SIGTERM call `handler` (no SA_RESTART, so a
  * blocking call returns EINTR and the subcommand ends cleanly), SIGPIPE is ignored (a write to
@@ -46,5 +47,13 @@ void sb_json_str(struct strbuf *s, const char *str);
 int parse_bytes(const char *s, uint64_t *out);
 int parse_count(const char *s, uint64_t *out);
 int parse_seconds(const char *s, double *out);
+
+/* Where a subcommand's server listens: the numeric address in SOFTRDMA_TOOL_BIND when it is set
+ * (`compare --server` sets it to the address its client reached it on, so that what it starts
+ * listens there only), else the wildcard address of family (AF_INET or AF_INET6). Fills *a with
+ * that address and port; returns its length, or 0 when SOFTRDMA_TOOL_BIND is not an IPv4 or
+ * IPv6 address (why says so). */
+socklen_t tool_listen_addr(int family, uint16_t port, struct sockaddr_storage *a, char *why,
+			   size_t whylen);
 
 #endif

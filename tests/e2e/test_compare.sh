@@ -3,7 +3,9 @@
 # measured for every transport with sane figures, the HTML report written with its plots, the
 # terminal table and summary printed; bad usage exits 2; SIGINT stops a run promptly with exit
 # 130, leaving no process and no network namespace behind; the two-host mode (--server and a
-# client naming it, both on this host).
+# client naming it, both on this host), and what --server lets a stranger do: nothing without
+# its token, on no address it was not told to listen on, on no port outside its range, and not
+# for longer than --idle.
 set -u
 build=${1:?build directory}
 sr=$build/softrdma
@@ -17,9 +19,12 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 port=$((20000 + RANDOM % 9000)) # + up to 2500: below the ephemeral range (32768-)
+unset SOFTRDMA_COMPARE_TOKEN SOFTRDMA_TOOL_BIND
 
 # Usage errors: exit 2 with a message; --help: exit 0.
-for args in "--bogus" "-n abc" "-D 0" "-p 80" "host1 host2" "--server 127.0.0.1" "--json"; do
+for args in "--bogus" "-n abc" "-D 0" "-p 80" "host1 host2" "--server 127.0.0.1" "--json" \
+	"127.0.0.1" "--token short 127.0.0.1" "--token has.dot1 127.0.0.1" "--listen 127.0.0.1" \
+	"--server --idle 0" "--idle 5"; do
 	# shellcheck disable=SC2086
 	"$sr" compare $args >"$dir/out" 2>&1
 	rc=$?
@@ -28,10 +33,14 @@ for args in "--bogus" "-n abc" "-D 0" "-p 80" "host1 host2" "--server 127.0.0.1"
 done
 "$sr" compare --help >"$dir/out" 2>&1 || bad "compare --help: exit $?"
 grep -q "usage: softrdma compare" "$dir/out" || bad "compare --help: no usage"
+grep -q "need the token" <("$sr" compare 127.0.0.1 2>&1) || bad "no token: no hint"
+"$sr" compare --server --listen 999.1.1.1 -p "$port" >"$dir/out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || bad "--listen 999.1.1.1: exit $rc"
 echo "ok   usage errors exit 2, --help exits 0"
 # A server that is not there: exit 1 with the reason, within the timeout.
 t0=$(date +%s)
-"$sr" compare --timeout 1 -p "$port" 127.0.0.1 >"$dir/out" 2>&1
+"$sr" compare --timeout 1 -p "$port" --token test-token-1 127.0.0.1 >"$dir/out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || bad "no server: exit $rc, expected 1"
 grep -q "cannot connect to 127.0.0.1 port $port within 1 s" "$dir/out" || bad "no server: $(cat "$dir/out")"
@@ -126,20 +135,52 @@ if ip netns list 2>/dev/null | grep -q "srlink$sid"; then
 fi
 echo "ok   SIGINT: exit $rc after $ms ms, nothing left behind"
 
-# Two hosts, both on this one: `compare --server` and a client naming it. The server refuses
-# garbage and survives it, notices a client that vanishes (and ends its measurement), serves
-# the next one, and stops on SIGINT with exit 130.
+# Two hosts, both on this one: `compare --server` and a client naming it. The server listens
+# on loopback only unless told otherwise, refuses whoever lacks its token (and garbage), keeps
+# to its ports, notices a client that vanishes (and ends its measurement), serves the next
+# one, and stops on SIGINT with exit 130.
 sport=$((port + 2000))
 "$sr" compare --server -p "$sport" >"$dir/server.log" 2>&1 &
 spid=$!
-sleep 0.5
+token=
+for _ in $(seq 50); do
+	token=$(sed -n 's/.*clients need this token: --token \([0-9a-f]*\) .*/\1/p' "$dir/server.log")
+	[ -n "$token" ] && break
+	sleep 0.1
+done
+[ ${#token} -eq 32 ] || bad "--server: no token printed: $(cat "$dir/server.log")"
+listening=$(ss -Hltn "sport = :$sport" | awk '{print $4}' | tr '\n' ' ')
+[ "$listening" = "127.0.0.1:$sport " ] || bad "--server listens on '$listening', not loopback only"
+# hello LINE: the server's answer to a session that opens with LINE.
+hello() {
+	exec 3<>"/dev/tcp/127.0.0.1/$sport"
+	echo "$1" >&3
+	reply=
+	read -r -t 5 reply <&3
+	exec 3>&-
+	echo "$reply"
+}
+[ "$(hello GARBAGE)" = "ERR HELLO with the token first" ] || bad "--server: garbage accepted"
+[ "$(hello "HELLO 2 0123456789abcdef0123456789abcdef")" = "ERR wrong token" ] ||
+	bad "--server: a wrong token accepted"
+[ "$(hello "HELLO 2 ${token}x")" = "ERR wrong token" ] || bad "--server: a longer token accepted"
+case "$(hello "HELLO 1")" in
+"ERR this server wants a token"*) ;;
+*) bad "--server: HELLO 1 accepted" ;;
+esac
+# With the token: a START outside the server's ports is refused.
 exec 3<>"/dev/tcp/127.0.0.1/$sport"
-echo "GARBAGE" >&3
+echo "HELLO 2 $token" >&3
 read -r -t 5 reply <&3
+[ "$reply" = "OK 2 roce_lo iwarp_lo" ] || bad "--server: the token refused: '$reply'"
+echo "START floor tcp-lat 0 0 $((sport + 500)) 0 5" >&3
+read -r -t 5 reply <&3
+[ "$reply" = "ERR port $((sport + 500)) is not one of $((sport + 1))..$((sport + 499))" ] ||
+	bad "--server: a port outside its range: '$reply'"
 exec 3>&-
-[ "$reply" = "ERR unknown command" ] || bad "--server: garbage got '$reply'"
-"$sr" compare --quick --no-loss -q -p "$sport" --json "$dir/v.json" --html "$dir/v.html" \
-	127.0.0.1 >"$dir/vanish.out" 2>&1 &
+grep -q "refused: wrong token" "$dir/server.log" || bad "--server: refusals not logged"
+"$sr" compare --quick --no-loss -q -p "$sport" --token "$token" --json "$dir/v.json" \
+	--html "$dir/v.html" 127.0.0.1 >"$dir/vanish.out" 2>&1 &
 vpid=$!
 sleep 2.5
 kill -9 "$vpid"
@@ -150,8 +191,8 @@ for _ in $(seq 50); do
 done
 grep -q ": left" "$dir/server.log" || bad "--server: a vanished client was not noticed"
 [ -z "$(pgrep -P "$spid")" ] || bad "--server: a measurement outlived its client"
-timeout 300 "$sr" compare --quick --no-loss -p "$sport" --json "$dir/r.json" --html "$dir/r.html" \
-	127.0.0.1 >"$dir/remote.out" 2>"$dir/remote.err"
+SOFTRDMA_COMPARE_TOKEN=$token timeout 300 "$sr" compare --quick --no-loss -p "$sport" \
+	--json "$dir/r.json" --html "$dir/r.html" 127.0.0.1 >"$dir/remote.out" 2>"$dir/remote.err"
 rc=$?
 [ $rc -eq 0 ] || { bad "two hosts: exit $rc"; tail -n 5 "$dir/remote.err" "$dir/remote.out"; }
 python3 - "$dir/r.json" <<'EOF2' || bad "two hosts: the JSON result is not complete"
@@ -168,8 +209,56 @@ wait "$spid"
 rc=$?
 [ $rc -eq 130 ] || bad "--server: SIGINT gave exit $rc"
 grep -q "running softrdma lat -d roce_lo" "$dir/server.log" || bad "--server: no log of its runs"
-echo "ok   two hosts (--server on this host): garbage refused, a vanished client noticed, a run" \
-	"served, SIGINT ends it"
+echo "ok   two hosts (--server on this host): loopback only, strangers and garbage refused," \
+	"ports bounded, a vanished client noticed, a run served, SIGINT ends it"
+
+# A silent client is dropped after --idle (before its HELLO too), and the next one is served.
+iport=$((sport + 600))
+SOFTRDMA_COMPARE_TOKEN=idle-test-token "$sr" compare --server --idle 1 -p "$iport" \
+	>"$dir/idle.log" 2>&1 &
+ipid=$!
+sleep 0.5
+t0=$(date +%s%N)
+exec 3<>"/dev/tcp/127.0.0.1/$iport"
+read -r -t 5 reply <&3
+ms1=$((($(date +%s%N) - t0) / 1000000))
+exec 3>&-
+exec 3<>"/dev/tcp/127.0.0.1/$iport"
+echo "HELLO 2 idle-test-token" >&3
+read -r -t 5 reply <&3
+case "$reply" in "OK 2 "*) ;; *) bad "--idle: the next client got '$reply'" ;; esac
+t0=$(date +%s%N)
+read -r -t 5 reply <&3
+ms2=$((($(date +%s%N) - t0) / 1000000))
+exec 3>&-
+{ [ $ms1 -lt 4000 ] && [ $ms2 -lt 4000 ]; } ||
+	bad "--idle 1: silent clients kept the server $ms1 ms (no HELLO), $ms2 ms (after it)"
+kill -INT "$ipid"
+wait "$ipid"
+[ "$(grep -c "silent too long: dropped" "$dir/idle.log")" -eq 2 ] ||
+	bad "--idle: drops not logged: $(cat "$dir/idle.log")"
+echo "ok   --idle 1: silent clients dropped after $ms1 ms (no HELLO), $ms2 ms (after it)"
+
+# What a measurement server listens on: SOFTRDMA_TOOL_BIND's address (--server sets it to the
+# address its client came to), else every address; a bad value is an error.
+fport=$((sport + 700))
+SOFTRDMA_TOOL_BIND=127.0.0.2 timeout 20 "$sr" compare --floor tcp-lat --server -p "$fport" \
+	--timeout 3 >"$dir/floor.log" 2>&1 &
+fpid=$!
+listening=
+for _ in $(seq 50); do
+	listening=$(ss -Hltn "sport = :$fport" | awk '{print $4}' | tr '\n' ' ')
+	[ -n "$listening" ] && break
+	sleep 0.1
+done
+[ "$listening" = "127.0.0.2:$fport " ] || bad "SOFTRDMA_TOOL_BIND=127.0.0.2: listens on '$listening'"
+kill "$fpid" 2>/dev/null
+wait "$fpid" 2>/dev/null
+SOFTRDMA_TOOL_BIND=nowhere timeout 20 "$sr" lat -d roce_lo -p "$fport" >"$dir/lat.log" 2>&1
+rc=$?
+{ [ $rc -ne 0 ] && grep -q "SOFTRDMA_TOOL_BIND=nowhere is not an IPv4 or IPv6 address" \
+	"$dir/lat.log"; } || bad "SOFTRDMA_TOOL_BIND=nowhere: exit $rc, $(cat "$dir/lat.log")"
+echo "ok   measurement servers listen where they are told"
 
 [ $fail -eq 0 ] && echo "PASS" || echo "$fail failures"
 [ $fail -eq 0 ]
