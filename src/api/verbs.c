@@ -161,6 +161,12 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 		core_unlock(ctx->core);
 		return EINVAL;
 	}
+	/* iWARP frames ahead of TCP: what is framed from this memory is copied first, so that
+	 * nothing is read from it once this returns (rxe holds the pages until then). */
+	if (ctx->iwp && iwp_forget_memory(ctx->iwp, mr->omr.addr, mr->omr.length) < 0) {
+		core_unlock(ctx->core);
+		return ENOMEM;
+	}
 	obj_mr_remove(&ctx->mrs, &mr->omr);
 	core_unlock(ctx->core);
 	free(mr);

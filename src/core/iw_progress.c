@@ -164,6 +164,16 @@ void iwp_qp_wake(struct iwp *p, struct iw_qp *qp)
 		work_add(p, k);
 }
 
+int iwp_forget_memory(struct iwp *p, const void *addr, size_t len)
+{
+	for (struct iwp_conn *k = p->conns; k; k = k->next) {
+		int e = k->qp ? iw_qp_tx_forget(k->qp, addr, len) : 0;
+		if (e < 0)
+			return e;
+	}
+	return 0;
+}
+
 static void conn_link(struct iwp *p, struct iwp_conn *k)
 {
 	k->next = p->conns;

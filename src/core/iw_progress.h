@@ -103,6 +103,10 @@ void iwp_auto_connect_rts(struct iwp *p, struct iw_qp *qp, uint32_t sq_psn);
  * next send), for softrdma_query_counters. Under the lock. */
 void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg);
 
+/* Under the lock: the memory [addr, addr + len) is about to go away (a region deregistered):
+ * no connection sends from it afterwards (iw_qp_tx_forget). Returns 0, or -ENOMEM. */
+int iwp_forget_memory(struct iwp *p, const void *addr, size_t len);
+
 /* The largest handshake read: stream bytes after it go to the QP (`left`). */
 #define IWP_HS_BUF 2048
 

@@ -229,6 +229,13 @@ bool iw_qp_tx_pending(const struct iw_qp *qp);
  * its last byte goes. Returns 0, or -EINVAL if n exceeds what was offered (nothing done). */
 int iw_qp_tx_done(struct iw_qp *qp, size_t n);
 
+/* The memory [addr, addr + len) is about to go away (its region is deregistered): payload of
+ * FPDUs framed and not yet handed to TCP that lies there is copied into the QP, so that what
+ * goes out is what the memory held now, never what it holds later. The message's FPDUs not
+ * framed yet find the region gone (a local protection error, as any access after the
+ * deregistration). Returns 0, or -ENOMEM (nothing changed). */
+int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len);
+
 /* True once the QP is in ERR and will never produce another byte (its Terminate, if any,
  * and the FPDU that was half-written when the error struck have been handed to TCP): the
  * caller should close the TCP connection now. */
@@ -420,6 +427,9 @@ struct iw_txs {
 	uint8_t term[IW_FPDU_LEN_SIZE + IW_TERM_ULPDU_MAX + 3 + IW_FPDU_CRC_SIZE];
 	uint16_t term_len;
 	bool finished; /* ERR: nothing more will be produced */
+	/* Payload copied out of memory that went away (iw_qp_tx_forget): pieces point here. */
+	uint8_t *copy;
+	size_t copy_len;
 };
 
 struct iw_qp {

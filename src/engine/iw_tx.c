@@ -7,6 +7,7 @@
 #include "engine/iw_eng.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/eng_int.h"
@@ -14,6 +15,7 @@
 
 void iw_tx_reset(struct iw_qp *qp)
 {
+	free(qp->tx.copy);
 	memset(&qp->tx, 0, sizeof(qp->tx));
 }
 
@@ -282,6 +284,47 @@ static int resolve(struct iw_qp *qp, uint32_t off, uint32_t n, struct eng_iov *p
 		pc[0].len = n;
 		return 1;
 	}
+	return 0;
+}
+
+static bool piece_in(const struct eng_iov *pc, const uint8_t *lo, size_t len)
+{
+	const uint8_t *p = pc->ptr;
+	return len && p < lo + len && lo < p + pc->len;
+}
+
+int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len)
+{
+	struct iw_txs *t = &qp->tx;
+	size_t need = 0, have = 0;
+	bool hit = false;
+
+	/* Every framed piece there, and those already copied: one new copy holds them all. */
+	for (uint32_t i = t->pay_head; i != t->pay_tail; i++) {
+		const struct eng_iov *pc = &t->pay[i & (IW_TX_PAY - 1)];
+		bool here = piece_in(pc, addr, len);
+
+		hit |= here;
+		if (here || (t->copy && piece_in(pc, t->copy, t->copy_len)))
+			need += pc->len;
+	}
+	if (!hit)
+		return 0;
+	uint8_t *copy = malloc(need);
+	if (!copy)
+		return -ENOMEM;
+	for (uint32_t i = t->pay_head; i != t->pay_tail; i++) {
+		struct eng_iov *pc = &t->pay[i & (IW_TX_PAY - 1)];
+
+		if (piece_in(pc, addr, len) || (t->copy && piece_in(pc, t->copy, t->copy_len))) {
+			memcpy(copy + have, pc->ptr, pc->len);
+			pc->ptr = copy + have;
+			have += pc->len;
+		}
+	}
+	free(t->copy);
+	t->copy = copy;
+	t->copy_len = need;
 	return 0;
 }
 
