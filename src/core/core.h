@@ -176,6 +176,7 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_unknown_qp, "packets dropped: no such destination QP")                                \
 	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \
 	X(rx_wrong_peer, "packets dropped: source address is not the QP's peer")                   \
+	X(rx_wrong_port, "packets dropped: not from the UDP port the QP's peer sends from")        \
 	X(rx_mcast, "datagrams received on multicast group sockets")                               \
 	X(rx_mcast_bad_qpn, "multicast datagrams dropped: DestQP is not 0xFFFFFF")                 \
 	X(rx_mcast_no_group, "multicast datagrams dropped: no QP of the context in the group")     \

@@ -48,9 +48,10 @@ struct core_qp {
 	uint32_t qpn;
 	bool has_path;
 	bool queued;
-	bool ud;	    /* UD: no path; destinations come per packet (core_ah) */
-	uint16_t sport_ref; /* the source port whose socket reference we hold */
-	uint8_t id_mode;    /* enum id_mode: what the peer puts in the IPv4 identification */
+	bool ud;	     /* UD: no path; destinations come per packet (core_ah) */
+	uint16_t sport_ref;  /* the source port whose socket reference we hold */
+	uint8_t id_mode;     /* enum id_mode: what the peer puts in the IPv4 identification */
+	uint16_t peer_sport; /* the port the peer binds and sends from, once seen (0: not yet) */
 	struct core_path path;
 	/* UD, per family: the source port referenced (0: none yet) and the one packets carry
 	 * (differs when the port is held by someone else, io_udp_sport_get). */
@@ -288,6 +289,7 @@ int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *p
 		s->path.sport = io_udp_port(io);
 	s->has_path = true;
 	s->id_mode = ID_UNKNOWN;
+	s->peer_sport = 0;
 	return 0;
 }
 
@@ -897,6 +899,19 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	/* RC: the IP source must be the QP's peer (rxe check_addr). */
 	if (memcmp(p->src, s->path.dst, 16) != 0) {
 		c->counters[CORE_CNT_rx_wrong_peer]++;
+		return;
+	}
+	/* A peer that sends from a port it binds - the pair's port, which rxe and softrdma both
+	 * compute from the two QPNs (roce_udp_sport), or the RoCE port itself (softrdma's
+	 * fallback) - is the only sender from that port on its address: no other user can bind
+	 * it. Once it has been seen there, the QP takes packets from that port only, so a local
+	 * user sending from 127.0.0.1 forges no ACK, NAK or request. Other peers (NICs with
+	 * their own port choice) keep the address check alone, as on rxe. */
+	if (!s->peer_sport) {
+		if (p->sport == s->sport_ref || p->sport == p->dport)
+			s->peer_sport = p->sport;
+	} else if (p->sport != s->peer_sport) {
+		c->counters[CORE_CNT_rx_wrong_port]++;
 		return;
 	}
 	if (s->id_mode == ID_UNKNOWN) {

@@ -1,6 +1,7 @@
 /* A hostile sender on loopback: raw UDP datagrams aimed at a live softrdma QP — runts,
  * truncated headers, unknown opcodes, a wrong transport version, another partition's P_Key,
- * a bad ICRC, an unknown QP, a forged source address, a PSN far out of the window, garbage.
+ * a bad ICRC, an unknown QP, a forged source address or port, a PSN far out of the window,
+ * garbage.
  * Each is dropped and counted by its reason (softrdma_counter), nothing crashes, and the QP
  * keeps working. */
 #include "check.h"
@@ -147,11 +148,9 @@ static uint64_t wait_ctr(struct end *e, const char *name, uint64_t want)
 	return v;
 }
 
-static void round_trip(struct end *a, struct end *b, uint64_t id)
+/* a SENDs "still alive"; b's receive id (posted already) gets exactly that. */
+static void send_expect(struct end *a, struct end *b, uint64_t id)
 {
-	struct ibv_sge rs = {.addr = (uintptr_t)b->buf, .length = 64, .lkey = b->mr->lkey};
-	struct ibv_recv_wr rw = {.wr_id = id, .sg_list = &rs, .num_sge = 1}, *rbad;
-	CHECK_EQ(ibv_post_recv(b->qp, &rw, &rbad), 0);
 	memcpy(a->buf, "still alive", 12);
 	struct ibv_sge ss = {.addr = (uintptr_t)a->buf, .length = 12, .lkey = a->mr->lkey};
 	struct ibv_send_wr sw = {.wr_id = id,
@@ -174,6 +173,14 @@ static void round_trip(struct end *a, struct end *b, uint64_t id)
 		got = ibv_poll_cq(a->cq, 1, &wc);
 	REQUIRE(got == 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+static void round_trip(struct end *a, struct end *b, uint64_t id)
+{
+	struct ibv_sge rs = {.addr = (uintptr_t)b->buf, .length = 64, .lkey = b->mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = id, .sg_list = &rs, .num_sge = 1}, *rbad;
+	CHECK_EQ(ibv_post_recv(b->qp, &rw, &rbad), 0);
+	send_expect(a, b, id);
 }
 
 int main(void)
@@ -242,6 +249,21 @@ int main(void)
 	len = make_send(pkt, bq, 0x101, "127.0.0.2", port2);
 	send_raw(fd2, pkt, len);
 	CHECK_EQ(wait_ctr(&b, "rx_wrong_peer", 1), 1);
+	/* From the peer's address, in sequence, P_Key and ICRC right - but not from the port
+	 * the peer binds and sends from (any local user can send from 127.0.0.1, none can bind
+	 * that port): dropped, and the receive waiting for the peer stays for it. Regression:
+	 * the SEND was taken (a forged NAK the same way killed a stream). */
+	struct ibv_sge fs = {.addr = (uintptr_t)b.buf, .length = 64, .lkey = b.mr->lkey};
+	struct ibv_recv_wr fw = {.wr_id = 50, .sg_list = &fs, .num_sge = 1}, *fbad;
+	CHECK_EQ(ibv_post_recv(b.qp, &fw, &fbad), 0);
+	len = make_send(pkt, bq, 0x101, "127.0.0.1", port);
+	send_raw(fd, pkt, len);
+	CHECK_EQ(wait_ctr(&b, "rx_wrong_port", 1), 1);
+	struct timespec settle = {0, 20 * 1000 * 1000};
+	nanosleep(&settle, NULL);
+	struct ibv_wc fwc;
+	CHECK_EQ(ibv_poll_cq(b.cq, 1, &fwc), 0);
+	send_expect(&a, &b, 50);
 	/* From the peer's address, with a PSN far outside the window: the responder drops it
 	 * (a sequence NAK at most) and the QP stays usable. */
 	len = make_send(pkt, bq, 0x700000, "127.0.0.1", port);
