@@ -82,6 +82,15 @@ static int receive(struct io_udp *io, uint8_t slot, int ms)
 	}
 }
 
+/* The child: until the parent writes to fd (or ends). */
+static void wait_parent(int fd)
+{
+	char c;
+	if (read(fd, &c, 1) < 0) {
+		/* the parent ended */
+	}
+}
+
 /* Forks; the child (0 returned) has run the fork handlers and holds pipefd[0], which tells
  * it when to end; the parent returns once the child is that far (the handlers run in the
  * child after fork returns there: until then its copies are the parent's). */
@@ -127,10 +136,7 @@ static void tcp_part(void)
 	REQUIRE(pipe(pipefd) == 0);
 	pid_t child = fork_child_ready(pipefd);
 	if (child == 0) {
-		char c;
-		if (read(pipefd[0], &c, 1) < 0) {
-			/* the parent ended */
-		}
+		wait_parent(pipefd[0]);
 		io_tcp_close(mine);
 		io_tcp_listener_close(l1);
 		_exit(0);
@@ -182,10 +188,7 @@ int main(void)
 	REQUIRE(pipe(pipefd) == 0);
 	pid_t child = fork_child_ready(pipefd);
 	if (child == 0) {
-		char c;
-		if (read(pipefd[0], &c, 1) < 0) {
-			/* the parent ended */
-		}
+		wait_parent(pipefd[0]);
 		/* Closing what the fork inherited touches nothing of the parent's. */
 		io_udp_close(a);
 		_exit(0);

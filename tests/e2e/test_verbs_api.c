@@ -795,6 +795,20 @@ static void qp_ex_calls(struct ibv_device *dev)
 	end_close(&b);
 }
 
+/* Two ends whose first QPs are connected, b's open to a's RDMA WRITEs. */
+static void write_pair(struct end *a, struct end *b, struct ibv_device *dev)
+{
+	end_open(a, dev, false);
+	end_open(b, dev, false);
+	union ibv_gid ga, gb;
+	ibv_query_gid(a->ctx, 1, 0, &ga);
+	ibv_query_gid(b->ctx, 1, 0, &gb);
+	connect_qp(a->qp[0], b->qp[0]->qp_num, 0, gb);
+	connect_qp(b->qp[0], a->qp[0]->qp_num, 0, ga);
+	struct ibv_qp_attr acc = {.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	CHECK_EQ(ibv_modify_qp(b->qp[0], &acc, IBV_QP_ACCESS_FLAGS), 0);
+}
+
 /* An RDMA WRITE's bytes are in the target's memory when the writer's completion is polled,
  * with both ends in this process and the target not polling: on RoCE because the target
  * acknowledged them; on iWARP, which acknowledges nothing, because the writer's pass gives the
@@ -805,15 +819,7 @@ static void qp_ex_calls(struct ibv_device *dev)
 static void write_visible(struct ibv_device *dev)
 {
 	struct end a, b;
-	end_open(&a, dev, false);
-	end_open(&b, dev, false);
-	union ibv_gid ga, gb;
-	ibv_query_gid(a.ctx, 1, 0, &ga);
-	ibv_query_gid(b.ctx, 1, 0, &gb);
-	connect_qp(a.qp[0], b.qp[0]->qp_num, 0, gb);
-	connect_qp(b.qp[0], a.qp[0]->qp_num, 0, ga);
-	struct ibv_qp_attr acc = {.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	CHECK_EQ(ibv_modify_qp(b.qp[0], &acc, IBV_QP_ACCESS_FLAGS), 0);
+	write_pair(&a, &b, dev);
 	struct ibv_mr *bmr = ibv_reg_mr(b.pd, b.buf + BUF / 2, BUF / 2,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	REQUIRE(bmr);
@@ -864,15 +870,7 @@ static void dereg_in_flight(struct ibv_device *dev)
 {
 	const size_t len = 32u << 20;
 	struct end a, b;
-	end_open(&a, dev, false);
-	end_open(&b, dev, false);
-	union ibv_gid ga, gb;
-	ibv_query_gid(a.ctx, 1, 0, &ga);
-	ibv_query_gid(b.ctx, 1, 0, &gb);
-	connect_qp(a.qp[0], b.qp[0]->qp_num, 0, gb);
-	connect_qp(b.qp[0], a.qp[0]->qp_num, 0, ga);
-	struct ibv_qp_attr acc = {.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	CHECK_EQ(ibv_modify_qp(b.qp[0], &acc, IBV_QP_ACCESS_FLAGS), 0);
+	write_pair(&a, &b, dev);
 	uint8_t *tgt = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int fd = memfd_create("reused", 0);
