@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1314,6 +1315,50 @@ bool core_started(const struct core_ctx *c)
 	return c->io != NULL;
 }
 
+/* Why the RoCE port could not be opened, in words that name who holds it and the way out. */
+static void port_error(char *err, size_t errlen, int ret, const uint8_t addr[16], uint16_t port)
+{
+	if (ret == -EPERM) {
+		snprintf(
+		    err, errlen,
+		    "the steering registry of UDP port %u (/dev/shm/softrdma-io-%u-*) was "
+		    "created by another user; remove it (as root), or use another port on both "
+		    "ends (SOFTRDMA_UDP_PORT)",
+		    port, (unsigned)geteuid());
+		return;
+	}
+	if (ret != -EADDRINUSE) {
+		snprintf(err, errlen, "cannot open the UDP socket: %s", strerror(-ret));
+		return;
+	}
+	long uid = io_udp_port_holder(addr, port);
+	if (uid >= 0 && (uid_t)uid != geteuid()) {
+		struct passwd pw, *who = NULL;
+		char buf[1024];
+		getpwuid_r((uid_t)uid, &pw, buf, sizeof(buf), &who);
+		snprintf(
+		    err, errlen,
+		    "UDP port %u on this address is held by user %s (uid %ld)%s: softrdma "
+		    "processes share the port only with processes of the same user (a "
+		    "SO_REUSEPORT group is one user's); run as that user, or use another port on "
+		    "both ends (SOFTRDMA_UDP_PORT)",
+		    port, who ? who->pw_name : "?", uid,
+		    uid == 0 ? ", or by the kernel (rdma_rxe on this interface?)" : "");
+		return;
+	}
+	if (uid >= 0)
+		snprintf(
+		    err, errlen,
+		    "UDP port %u is held by another program of yours that is not in softrdma's "
+		    "group%s; softrdma processes share it only among themselves",
+		    port, uid == 0 ? " (or by the kernel's rdma_rxe)" : "");
+	else
+		snprintf(err, errlen,
+			 "UDP port %u is held by another program (the kernel's rdma_rxe?); "
+			 "softrdma processes share it only among themselves",
+			 port);
+}
+
 int core_start(struct core_ctx *c, char *err, size_t errlen)
 {
 	int ret;
@@ -1330,13 +1375,7 @@ int core_start(struct core_ctx *c, char *err, size_t errlen)
 	struct io_udp *io;
 	ret = io_udp_open(&icfg, &io);
 	if (ret < 0) {
-		if (ret == -EADDRINUSE)
-			snprintf(err, errlen,
-				 "UDP port %u is held by another program (the kernel's rdma_rxe?); "
-				 "softrdma processes share it only among themselves",
-				 icfg.port);
-		else
-			snprintf(err, errlen, "cannot open the UDP socket: %s", strerror(-ret));
+		port_error(err, errlen, ret, icfg.addr, icfg.port);
 		return ret;
 	}
 

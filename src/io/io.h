@@ -213,6 +213,12 @@ struct io_udp;
  * Nothing is left behind on failure. */
 int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out);
 
+/* Who holds UDP port `port` on addr (IPv4-mapped or IPv6), for io_udp_open's -EADDRINUSE: the
+ * uid of a socket bound to that address or to the wildcard, as /proc/net/udp and udp6 show it
+ * (the kernel's own sockets, rxe's among them, show as uid 0). Returns the uid, or -ENOENT when
+ * no such socket is listed (or /proc cannot be read). */
+long io_udp_port_holder(const uint8_t addr[16], uint16_t port);
+
 /* Leaves the steering group (see "leave" above), closes every socket (including the source-port
  * sockets still referenced), removes the registry file when it was the last member, and frees
  * io. NULL is allowed. May block briefly on the registry lock. */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <netinet/udp.h>
@@ -1033,4 +1034,54 @@ const char *io_udp_counter_name(enum io_udp_counter c)
 const char *io_udp_counter_desc(enum io_udp_counter c)
 {
 	return (unsigned)c < IO_UDP_NCOUNTERS ? counter_descs[c] : NULL;
+}
+
+/* /proc/net/udp prints each 32-bit word of an address as the host's integer, %08X. */
+static void proc_hex(const uint8_t *a, int words, char *out)
+{
+	for (int i = 0; i < words; i++) {
+		uint32_t v;
+		memcpy(&v, a + 4 * i, 4);
+		snprintf(out + 8 * i, 9, "%08X", v);
+	}
+}
+
+static long holder_in(const char *path, const char *want, const char *any, uint16_t port)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -ENOENT;
+	char line[512], local[40];
+	unsigned lport, uid;
+	long found = -ENOENT;
+	if (!fgets(line, sizeof(line), f)) { /* the header */
+		fclose(f);
+		return -ENOENT;
+	}
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %*s %*x %*s %*s %*x %u", local, &lport,
+			   &uid) == 3 &&
+		    lport == port && (!strcmp(local, want) || !strcmp(local, any)))
+			found = (long)uid;
+	}
+	fclose(f);
+	return found;
+}
+
+long io_udp_port_holder(const uint8_t addr[16], uint16_t port)
+{
+	static const uint8_t zero[16];
+	char want6[33], any6[33], want4[9], any4[9];
+	proc_hex(addr, 4, want6);
+	proc_hex(zero, 4, any6);
+	bool v4 = !memcmp(addr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12);
+	if (v4) {
+		proc_hex(addr + 12, 1, want4);
+		proc_hex(zero, 1, any4);
+		long uid = holder_in("/proc/net/udp", want4, any4, port);
+		if (uid >= 0)
+			return uid;
+	}
+	/* A dual-stack socket on [::] holds the IPv4 port too. */
+	return holder_in("/proc/net/udp6", want6, any6, port);
 }
