@@ -2,14 +2,14 @@
 # Fuzz smoke test: builds every fuzz/fuzz_*.c as a libFuzzer target (clang, ASan + UBSan,
 # UB aborts) linked with src/wire/**/*.c, src/util/*.c and the sans-I/O MPA handshake machine
 # src/engine/iw_conn.c (which needs only src/wire), the tools' JSON parser, HTML report and
-# compare control protocol, and runs each for 20 seconds.
+# compare control protocol, and runs each for 15 seconds.
 # Fails on any crash, sanitizer report, leak, timeout or out-of-memory; skips (exit 77) when
 # clang with libFuzzer is not available. Usage: test_fuzz_smoke.sh [build-dir (unused)]
-# Environment: FUZZ_CC (default clang), FUZZ_SECONDS (default 20).
+# Environment: FUZZ_CC (default clang), FUZZ_SECONDS (default 15).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 cc=${FUZZ_CC:-clang}
-secs=${FUZZ_SECONDS:-20}
+secs=${FUZZ_SECONDS:-15}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-fuzz.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -49,7 +49,7 @@ for src in "${libsrc[@]}"; do
 done
 ar rcs "$tmp/libsoftrdma_fuzz.a" "$tmp"/obj/*.o || exit 1
 
-# Seeds: valid inputs so that 20 seconds reach deep states (iwarp.md 2.5 and 6.5 vectors).
+# Seeds: valid inputs so that a few seconds reach deep states (iwarp.md 2.5 and 6.5 vectors).
 hexfile() { # file, hex...
 	local f=$1
 	shift
