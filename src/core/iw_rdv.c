@@ -683,7 +683,8 @@ static bool in_run(struct iwp_rdv *r, struct rdv_in *in, uint64_t now, uint64_t 
 
 /* ---- QPs being connected ---- */
 
-static void retry_later(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now)
+/* The attempt failed (or could not start): another after the back-off, which *wake covers. */
+static void retry_later(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t *wake)
 {
 	CNT(r, retries);
 	io_tcp_abort(ac->tcp);
@@ -692,6 +693,7 @@ static void retry_later(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now)
 	ac->ev = 0;
 	ac->next_try = now + ac->backoff;
 	ac->backoff = min_u64(ac->backoff * 2, RETRY_MAX_NS);
+	*wake = min_u64(*wake, ac->next_try);
 }
 
 /* Whether the Reply on c carries the PSNs we expect (where either side could check). */
@@ -704,41 +706,48 @@ static bool reply_ok(const struct iw_conn *c, const struct rdv_ac *ac)
 	       pd[4] == PD_VERSION && psns_check(pd + 5, pd + 8, ac) >= 0;
 }
 
-/* The active side's handshake on tcp (c) is over and its Reply checked: the QP has its
- * connection (ac is finished). */
-static void established(struct iwp_rdv *r, struct rdv_ac *ac, struct io_tcp_conn *tcp,
-			struct iw_conn *c, const uint8_t *left, size_t nleft, uint64_t now)
+/* One step of an active attempt's handshake on tcp (c). 1: the Reply came with the PSNs we
+ * expect and the QP has the connection (tcp is taken, ac is finished); 0: waiting (*ev and
+ * *wake say for what); -1: failed - refused, reset, closed because the peer's QP is not ready
+ * yet, or a Reply from someone who is not the peer the application named (the caller closes
+ * tcp). */
+static int attempt_step(struct iwp_rdv *r, struct rdv_ac *ac, struct io_tcp_conn *tcp,
+			struct iw_conn *c, uint64_t now, uint64_t *wake, short *ev)
 {
+	uint8_t left[IWP_HS_BUF];
+	size_t nleft = 0;
+	*ev = 0;
+	int st = iwp_hs_step(tcp, c, now, left, &nleft, ev);
+	if (st == 0) {
+		*wake = min_u64(*wake, iw_conn_deadline(c));
+		return 0;
+	}
+	if (st < 0)
+		return -1;
+	if (!reply_ok(c, ac)) {
+		CNT(r, drop_bad_psn);
+		return -1;
+	}
 	if (iwp_establish_locked(r->p, ac->qp, tcp, c, left, nleft, true) < 0)
 		iw_qp_conn_failed(ac->qp, now);
 	else
 		CNT(r, established_active);
+	return 1;
 }
 
 /* One step of the attempt that went out before our RTS. Returns true when it established
- * the QP's connection (ac is finished); a failed one is dropped, the new attempt goes on. */
+ * the QP's connection (ac is finished); a failed one is dropped (the peer waited for the new
+ * attempt, or is not the peer), the new attempt goes on. */
 static bool old_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t *wake)
 {
-	uint8_t left[IWP_HS_BUF];
-	size_t nleft = 0;
-	short ev = 0;
-	int st = iwp_hs_step(ac->old_tcp, &ac->old_c, now, left, &nleft, &ev);
-	if (st == 0) {
-		ac->old_ev = ev;
-		*wake = min_u64(*wake, iw_conn_deadline(&ac->old_c));
+	int st = attempt_step(r, ac, ac->old_tcp, &ac->old_c, now, wake, &ac->old_ev);
+	if (st == 0)
 		return false;
-	}
-	struct io_tcp_conn *tcp = ac->old_tcp;
+	if (st < 0)
+		io_tcp_abort(ac->old_tcp);
 	ac->old_tcp = NULL;
 	ac->old_ev = 0;
-	if (st < 0 || !reply_ok(&ac->old_c, ac)) {
-		if (st > 0)
-			CNT(r, drop_bad_psn);
-		io_tcp_abort(tcp); /* the peer waited for the new attempt (or is not the peer) */
-		return false;
-	}
-	established(r, ac, tcp, &ac->old_c, left, nleft, now);
-	return true;
+	return st > 0;
 }
 
 /* One pass over a QP being connected. Returns true when it is finished (free it). */
@@ -765,8 +774,7 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 		}
 		if (io_tcp_connect(ac->local, 0, ac->peer, r->port, NULL, &ac->tcp) < 0) {
 			ac->tcp = NULL;
-			retry_later(r, ac, now);
-			*wake = min_u64(*wake, ac->next_try);
+			retry_later(r, ac, now, wake);
 			return false;
 		}
 	}
@@ -792,37 +800,19 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 					  .pd_len = PD_LEN,
 					  .timeout_ns = HS_FRAME_NS};
 		if (e < 0 || iw_conn_init(&ac->c, &cfg, now) < 0) {
-			retry_later(r, ac, now);
-			*wake = min_u64(*wake, ac->next_try);
+			retry_later(r, ac, now, wake);
 			return false;
 		}
 		ac->hs = true;
 	}
-	uint8_t left[IWP_HS_BUF];
-	size_t nleft = 0;
-	short ev = 0;
-	int st = iwp_hs_step(ac->tcp, &ac->c, now, left, &nleft, &ev);
-	if (st < 0) {
-		/* Refused, reset, or closed because the peer's QP is not ready yet. */
-		retry_later(r, ac, now);
-		*wake = min_u64(*wake, ac->next_try);
-		return false;
+	int st = attempt_step(r, ac, ac->tcp, &ac->c, now, wake, &ac->ev);
+	if (st > 0) {
+		ac->tcp = NULL; /* the QP's now */
+		return true;
 	}
-	if (st == 0) {
-		ac->ev = ev;
-		*wake = min_u64(*wake, iw_conn_deadline(&ac->c));
-		return false;
-	}
-	if (!reply_ok(&ac->c, ac)) {
-		CNT(r, drop_bad_psn); /* not the peer the application named */
-		retry_later(r, ac, now);
-		*wake = min_u64(*wake, ac->next_try);
-		return false;
-	}
-	struct io_tcp_conn *tcp = ac->tcp;
-	ac->tcp = NULL;
-	established(r, ac, tcp, &ac->c, left, nleft, now);
-	return true;
+	if (st < 0)
+		retry_later(r, ac, now, wake);
+	return false;
 }
 
 /* ---- the thread ---- */

@@ -287,10 +287,12 @@ static int resolve(struct iw_qp *qp, uint32_t off, uint32_t n, struct eng_iov *p
 	return 0;
 }
 
-static bool piece_in(const struct eng_iov *pc, const uint8_t *lo, size_t len)
+/* Whether piece pc overlaps [lo, lo + len) (addresses as integers: the piece and the range
+ * may be different objects). */
+static bool piece_in(const struct eng_iov *pc, const void *lo, size_t len)
 {
-	const uint8_t *p = pc->ptr;
-	return len && p < lo + len && lo < p + pc->len;
+	uintptr_t p = (uintptr_t)pc->ptr, l = (uintptr_t)lo;
+	return len && p < l + len && l < p + pc->len;
 }
 
 int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len)
@@ -299,13 +301,13 @@ int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len)
 	size_t need = 0, have = 0;
 	bool hit = false;
 
-	/* Every framed piece there, and those already copied: one new copy holds them all. */
+	/* Every framed piece there, and those copied before: one new copy holds them all. */
 	for (uint32_t i = t->pay_head; i != t->pay_tail; i++) {
 		const struct eng_iov *pc = &t->pay[i & (IW_TX_PAY - 1)];
 		bool here = piece_in(pc, addr, len);
 
 		hit |= here;
-		if (here || (t->copy && piece_in(pc, t->copy, t->copy_len)))
+		if (here || piece_in(pc, t->copy, t->copy_len))
 			need += pc->len;
 	}
 	if (!hit)
@@ -316,7 +318,7 @@ int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len)
 	for (uint32_t i = t->pay_head; i != t->pay_tail; i++) {
 		struct eng_iov *pc = &t->pay[i & (IW_TX_PAY - 1)];
 
-		if (piece_in(pc, addr, len) || (t->copy && piece_in(pc, t->copy, t->copy_len))) {
+		if (piece_in(pc, addr, len) || piece_in(pc, t->copy, t->copy_len)) {
 			memcpy(copy + have, pc->ptr, pc->len);
 			pc->ptr = copy + have;
 			have += pc->len;
