@@ -1321,7 +1321,8 @@ static void port_error(char *err, size_t errlen, int ret, const uint8_t addr[16]
 	if (ret == -EPERM) {
 		snprintf(
 		    err, errlen,
-		    "the steering registry of UDP port %u (/dev/shm/softrdma-io-%u-*) was "
+		    "the steering registry of UDP port %u (softrdma-io-%u-* in /dev/shm, or /tmp) "
+		    "was "
 		    "created by another user; remove it (as root), or use another port on both "
 		    "ends (SOFTRDMA_UDP_PORT)",
 		    port, (unsigned)geteuid());

@@ -102,7 +102,7 @@ struct opts {
 	const char *host;   /* two hosts: the server's address */
 	const char *listen; /* --server: the address it listens on */
 	const char *token;  /* two hosts: what the client shows the server (NULL: none given) */
-	double idle_s;	    /* --server: how long an idle client keeps it */
+	double idle_s;	    /* --server: how long an idle client keeps it (0: not given) */
 	const char *json_path, *html_path;
 	int port;
 	uint64_t lat_iters;
@@ -1531,14 +1531,6 @@ static bool token_ok(const char *t)
 	return true;
 }
 
-static bool idle_given(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--idle") || !strncmp(argv[i], "--idle=", 7))
-			return true;
-	return false;
-}
-
 static int parse_num(const char *s, double lo, double hi, double *out)
 {
 	char *end;
@@ -1573,8 +1565,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	*o = (struct opts){.json_path = "softrdma-compare.json",
 			   .html_path = "softrdma-compare.html",
 			   .port = 18600,
-			   .timeout_s = 10,
-			   .idle_s = 120};
+			   .timeout_s = 10};
 	optind = 1;
 	opterr = 0;
 	int ch;
@@ -1675,10 +1666,12 @@ static int parse_args(struct opts *o, int argc, char **argv)
 				"server; --listen names the address to listen on)\n");
 		goto hint;
 	}
-	if (!o->server && (o->listen || idle_given(argc, argv))) {
+	if (!o->server && (o->listen || o->idle_s)) {
 		fprintf(stderr, "softrdma compare: --listen and --idle are options of --server\n");
 		goto hint;
 	}
+	if (!o->idle_s)
+		o->idle_s = 120;
 	if (!o->token) {
 		const char *t = getenv("SOFTRDMA_COMPARE_TOKEN");
 		o->token = t && *t ? t : NULL;
@@ -1859,10 +1852,7 @@ static int serve_session(struct cmp *c, int fd, const char *peer)
 	}
 	/* What it starts listens where this client reached us (tool_listen_addr). */
 	char here[INET6_ADDRSTRLEN];
-	if (getnameinfo((struct sockaddr *)&me, ml, here, sizeof(here), NULL, 0, NI_NUMERICHOST))
-		snprintf(here, sizeof(here), "127.0.0.1");
-	if (!strncmp(here, "::ffff:", 7) && strchr(here, '.'))
-		memmove(here, here + 7, strlen(here + 7) + 1);
+	addr_text((struct sockaddr *)&me, here, sizeof(here));
 	setenv("SOFTRDMA_TOOL_BIND", here, 1);
 	struct child ch = {0};
 	int ret = 0;
@@ -1980,19 +1970,9 @@ static int serve_session(struct cmp *c, int fd, const char *peer)
 static int serve(struct cmp *c)
 {
 	const char *addr = c->o.listen ? c->o.listen : "127.0.0.1";
-	struct sockaddr_storage sa = {0};
-	struct sockaddr_in *a4 = (struct sockaddr_in *)&sa;
-	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&sa;
-	socklen_t sl;
-	if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)c->o.port);
-		sl = sizeof(*a4);
-	} else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)c->o.port);
-		sl = sizeof(*a6);
-	} else {
+	struct sockaddr_storage sa;
+	socklen_t sl = tool_addr(addr, (uint16_t)c->o.port, &sa);
+	if (!sl) {
 		fprintf(stderr,
 			"softrdma compare --server: --listen wants an IPv4 or IPv6 address of "
 			"this host, not '%s'\n",

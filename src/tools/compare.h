@@ -64,6 +64,9 @@ int srv_spec_parse(const char *text, struct srv_spec *sp);
 /* Whether the verbs device list has a device of that name. */
 bool device_exists(const char *name);
 
+/* a's address as numeric text, an IPv4-mapped IPv6 address as IPv4 ("?" if it has none). */
+void addr_text(const struct sockaddr *a, char *out, size_t len);
+
 /* The softrdma devices of the interface that holds the address a (IPv4 or IPv6): roce_<if>,
  * iwarp_<if>. 0, or a negative errno with why filled. */
 int local_devices(const struct sockaddr *a, char *roce, char *iwarp, size_t len, char *why,

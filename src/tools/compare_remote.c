@@ -155,15 +155,31 @@ bool device_exists(const char *name)
 	return found;
 }
 
+/* a itself, or the IPv4 address it maps (in *v4). */
+static const struct sockaddr *as_v4(const struct sockaddr *a, struct sockaddr_in *v4)
+{
+	if (a->sa_family != AF_INET6 ||
+	    !IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)a)->sin6_addr))
+		return a;
+	*v4 = unmapped((const struct sockaddr_in6 *)a);
+	return (const struct sockaddr *)v4;
+}
+
+void addr_text(const struct sockaddr *a, char *out, size_t len)
+{
+	struct sockaddr_in v4;
+	a = as_v4(a, &v4);
+	snprintf(out, len, "?");
+	getnameinfo(
+	    a, a->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
+	    out, (socklen_t)len, NULL, 0, NI_NUMERICHOST);
+}
+
 int local_devices(const struct sockaddr *a, char *roce, char *iwarp, size_t len, char *why,
 		  size_t whylen)
 {
 	struct sockaddr_in v4;
-	if (a->sa_family == AF_INET6 &&
-	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)a)->sin6_addr)) {
-		v4 = unmapped((const struct sockaddr_in6 *)a);
-		a = (const struct sockaddr *)&v4;
-	}
+	a = as_v4(a, &v4);
 	struct ifaddrs *ifs;
 	if (getifaddrs(&ifs) != 0) {
 		int e = errno;
@@ -175,10 +191,8 @@ int local_devices(const struct sockaddr *a, char *roce, char *iwarp, size_t len,
 		if (same_addr(i->ifa_addr, a))
 			snprintf(name, sizeof(name), "%s", i->ifa_name);
 	freeifaddrs(ifs);
-	char host[INET6_ADDRSTRLEN] = "?";
-	getnameinfo(
-	    a, a->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
-	    host, sizeof(host), NULL, 0, NI_NUMERICHOST);
+	char host[INET6_ADDRSTRLEN];
+	addr_text(a, host, sizeof(host));
 	if (!name[0]) {
 		snprintf(why, whylen, "no interface holds the address %s", host);
 		return -EADDRNOTAVAIL;

@@ -745,7 +745,8 @@ static int chan_listen(struct perf *pf)
 	int one = 1, zero = 0, ls = -1;
 	/* The wildcard of IPv6 (which takes IPv4 too), then of IPv4 where there is no IPv6; or
 	 * SOFTRDMA_TOOL_BIND's address alone. */
-	bool pinned = getenv("SOFTRDMA_TOOL_BIND") != NULL;
+	const char *bind_env = getenv("SOFTRDMA_TOOL_BIND");
+	bool pinned = bind_env && *bind_env;
 	for (int family = AF_INET6; ls < 0; family = AF_INET) {
 		struct sockaddr_storage a;
 		char why[160];

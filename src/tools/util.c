@@ -152,34 +152,34 @@ int parse_seconds(const char *s, double *out)
 	return -EINVAL;
 }
 
+socklen_t tool_addr(const char *text, uint16_t port, struct sockaddr_storage *a)
+{
+	struct sockaddr_in *a4 = (struct sockaddr_in *)a;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)a;
+	memset(a, 0, sizeof(*a));
+	if (inet_pton(AF_INET, text, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(port);
+		return sizeof(*a4);
+	}
+	if (inet_pton(AF_INET6, text, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(port);
+		return sizeof(*a6);
+	}
+	return 0;
+}
+
 socklen_t tool_listen_addr(int family, uint16_t port, struct sockaddr_storage *a, char *why,
 			   size_t whylen)
 {
 	const char *env = getenv("SOFTRDMA_TOOL_BIND");
-	memset(a, 0, sizeof(*a));
-	struct sockaddr_in *a4 = (struct sockaddr_in *)a;
-	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)a;
 	if (env && *env) {
-		if (inet_pton(AF_INET, env, &a4->sin_addr) == 1)
-			family = AF_INET;
-		else if (inet_pton(AF_INET6, env, &a6->sin6_addr) == 1)
-			family = AF_INET6;
-		else {
+		socklen_t len = tool_addr(env, port, a);
+		if (!len)
 			snprintf(why, whylen,
 				 "SOFTRDMA_TOOL_BIND=%s is not an IPv4 or IPv6 address", env);
-			return 0;
-		}
-	} else if (family == AF_INET6) {
-		a6->sin6_addr = in6addr_any;
-	} else {
-		family = AF_INET;
-		a4->sin_addr.s_addr = htonl(INADDR_ANY);
+		return len;
 	}
-	a->ss_family = (sa_family_t)family;
-	if (family == AF_INET) {
-		a4->sin_port = htons(port);
-		return sizeof(*a4);
-	}
-	a6->sin6_port = htons(port);
-	return sizeof(*a6);
+	return tool_addr(family == AF_INET6 ? "::" : "0.0.0.0", port, a);
 }

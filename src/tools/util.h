@@ -48,6 +48,10 @@ int parse_bytes(const char *s, uint64_t *out);
 int parse_count(const char *s, uint64_t *out);
 int parse_seconds(const char *s, double *out);
 
+/* The numeric IPv4 or IPv6 address text with port, in *a. Returns its length, or 0 when text
+ * is neither. */
+socklen_t tool_addr(const char *text, uint16_t port, struct sockaddr_storage *a);
+
 /* Where a subcommand's server listens: the numeric address in SOFTRDMA_TOOL_BIND when it is set
  * (`compare --server` sets it to the address its client reached it on, so that what it starts
  * listens there only), else the wildcard address of family (AF_INET or AF_INET6). Fills *a with
