@@ -1016,7 +1016,7 @@ static void listeners_close(struct cm_id *id)
 		io_tcp_listener_close(id->lis[i]);
 	id->nlis = 0;
 	if (id->sid_fd >= 0) {
-		close(id->sid_fd);
+		gsi_ep_close(id->sid_fd);
 		id->sid_fd = -1;
 	}
 	/* rdma_destroy_id of a listener frees its port at once, as the kernel's: a program may

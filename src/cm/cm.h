@@ -60,9 +60,9 @@
  * rxe's rdma_cm puts in its REQ / REP are copied, and the PSN rule is Linux's: each side sends
  * from the Starting PSN the other announced). Each softrdma process has its own CM: core/gsi.h
  * routes the MADs that reach the host's QP1 to the listener of their service ID or to the
- * process whose comm ID they name (abstract unix sockets), and answers those for nobody as the
- * kernel's CM does (REJ 8, SIDR status 1, DREP). A RoCE listener takes its service ID's
- * endpoint (another process on the same port space and port: EADDRINUSE) and starts QP1 on its
+ * process whose comm ID they name (unix sockets in the user's run directory), and answers those for
+ * nobody as the kernel's CM does (REJ 8, SIDR status 1, DREP). A RoCE listener takes its service
+ * ID's endpoint (another process on the same port space and port: EADDRINUSE) and starts QP1 on its
  * device (all RoCE devices for a wildcard). Requests are sent again until answered (cm_roce.c),
  * duplicates answered again. Events, statuses, private-data lengths (REQ 56, REP 196, REJ 148,
  * zero padded) and the QP transitions are those of rdma_cm on a kernel RoCE device: INIT at

@@ -13,22 +13,13 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "io/rundir.h"
 
 #define FRAME_MAGIC   "SGSI"
 #define FRAME_VERSION 1
 #define FRAME_HDR     44
 #define TAG_ATTEMPTS  64
 #define SOCK_RCVBUF   (256 * 1024)
-
-/* An abstract unix address for name; returns its length. */
-static socklen_t abstract_addr(struct sockaddr_un *sa, const char *name)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	size_t n = strlen(name);
-	memcpy(sa->sun_path + 1, name, n);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
 
 static void name_sid(char *buf, size_t n, uint64_t sid)
 {
@@ -60,18 +51,17 @@ static int ep_bind(const char *name)
 	int fd = ep_socket();
 	if (fd < 0)
 		return fd;
-	struct sockaddr_un sa;
-	socklen_t len = abstract_addr(&sa, name);
-	if (bind(fd, (struct sockaddr *)&sa, len) != 0) {
-		int e = -errno;
+	int err = rundir_bind(fd, name);
+	if (err) {
 		close(fd);
-		return e;
+		return err;
 	}
 	return fd;
 }
 
 int gsi_ep_open_tag(uint16_t *tag)
 {
+	rundir_sweep(); /* names of processes that died without closing theirs */
 	for (int i = 0; i < TAG_ATTEMPTS; i++) {
 		uint16_t t = 0;
 		if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t))
@@ -97,19 +87,26 @@ int gsi_ep_open_sid(uint64_t sid)
 	return ep_bind(name);
 }
 
+void gsi_ep_close(int fd)
+{
+	rundir_close(fd);
+}
+
 bool gsi_tag_alive(uint16_t tag)
 {
+	char name[64];
+	struct sockaddr_un sa;
+	socklen_t len;
+	name_tag(name, sizeof(name), tag);
+	if (rundir_sockaddr(name, &sa, &len) != 0)
+		return true;
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return true;
-	char name[64];
-	name_tag(name, sizeof(name), tag);
-	struct sockaddr_un sa;
-	socklen_t len = abstract_addr(&sa, name);
 	int r = connect(fd, (struct sockaddr *)&sa, len);
 	int e = errno;
 	close(fd);
-	return r == 0 || e != ECONNREFUSED;
+	return r == 0 || (e != ECONNREFUSED && e != ENOENT);
 }
 
 int gsi_ep_recv(int fd, struct gsi_frame *f)
@@ -176,12 +173,16 @@ static int forward(const char *name, const struct gsi_frame *f)
 	buf[40] = f->tos;
 	memcpy(buf + FRAME_HDR, f->mad, CM_MAD_LEN);
 	struct sockaddr_un sa;
-	socklen_t len = abstract_addr(&sa, name);
+	socklen_t len;
+	int err = rundir_sockaddr(name, &sa, &len);
+	if (err)
+		return err;
 	ssize_t n = sendto(fwd_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL,
 			   (struct sockaddr *)&sa, len);
 	if (n == (ssize_t)sizeof(buf))
 		return 0;
-	return n < 0 ? -errno : -EIO;
+	/* A name no socket has (any more) is "nobody there", as for an abstract name. */
+	return n >= 0 ? -EIO : errno == ENOENT ? -ECONNREFUSED : -errno;
 }
 
 /* The kernel CM's answer to a MAD for nobody (cm_issue_rej, cm_issue_drep and the SIDR

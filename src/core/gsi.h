@@ -6,12 +6,13 @@
  * process of a device shares UDP port 4791 through the reuseport group (io/io.h): the kernel
  * steers a packet by its DestQP slot, and DestQP 1 (slot 0) goes to the group's default member,
  * whichever softrdma process that is. So that member's progress thread routes each CM MAD to
- * the process it is for, over abstract unix datagram sockets (per network namespace, like the
- * addresses they serve):
- *   REQ, SIDR_REQ  -> the listener of the MAD's service ID     "\0softrdma-cm-sid-<16 hex>"
+ * the process it is for, over unix datagram sockets in the user's private run directory
+ * (io/rundir.h: no other user can take or reach them), named per network namespace like the
+ * addresses they serve:
+ *   REQ, SIDR_REQ  -> the listener of the MAD's service ID     "n<netns>-softrdma-cm-sid-<16 hex>"
  *   every other    -> the process that owns the comm ID / request ID the MAD names as ours
  *                     (Remote Comm ID; SIDR_REP: Request ID), whose top 16 bits are the
- *                     process's tag                              "\0softrdma-cm-tag-<4 hex>"
+ *                     process's tag                              "n<netns>-softrdma-cm-tag-<4 hex>"
  * A local delivery goes the same way. Where the target does not exist the router answers as a
  * kernel CM answers a MAD for nobody: REQ -> REJ reason 8 (invalid service ID), SIDR_REQ ->
  * SIDR_REP status 1 (unsupported), REP -> REJ reason 6 (invalid comm ID), DREQ -> DREP (the
@@ -56,6 +57,8 @@ int gsi_ep_open_tag(uint16_t *tag);
 /* A listener's endpoint for a service ID. Returns the fd, -EADDRINUSE (another process
  * listens on it), or another negative errno. */
 int gsi_ep_open_sid(uint64_t sid);
+/* Closes an endpoint of this process and removes its name (a fork's child only closes). */
+void gsi_ep_close(int fd);
 /* False when no process holds the endpoint of that tag any more (its process is gone); true
  * when one does, or when that cannot be told. */
 bool gsi_tag_alive(uint16_t tag);

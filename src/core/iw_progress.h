@@ -74,8 +74,9 @@ int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_
  * Request shows the initiator's PSNs to whoever holds the rendezvous port at the peer's
  * address. Every softrdma process listens on that port
  * with SO_REUSEPORT; a process that accepts a connection for another process's QP passes the
- * socket to it over a local socket (abstract name softrdma-iw-<slot>; the slot is the
- * QPN's bits 16..23, so QPNs are unique per network namespace and user). The connecting side
+ * socket to it over a local socket (softrdma-iw-<slot> in the user's run directory,
+ * io/rundir.h; the slot is the QPN's bits 16..23, so QPNs are unique per network namespace
+ * and user). The connecting side
  * retries until the peer is ready, for at most SOFTRDMA_IW_CONNECT_TIMEOUT ms (default
  * 20000); then the QP goes to ERR with IBV_EVENT_QP_FATAL. Sends posted in RTS before the
  * connection is up are queued. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/iw_int.h"
+#include "io/rundir.h"
 
 #define RETRY_MIN_NS  1000000ull    /* the initiator's first retry after a failure */
 #define RETRY_MAX_NS  100000000ull  /* and its longest back-off */
@@ -185,14 +186,12 @@ static uint32_t get_be32(const uint8_t *b)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
-static socklen_t slot_name(int slot, struct sockaddr_un *a)
+/* A slot's local socket name: in the user's private run directory (io/rundir.h), so no other
+ * user can take a slot or receive a connection meant for one of ours; per network namespace
+ * like the rendezvous port itself. */
+static void slot_name(int slot, char *buf, size_t n)
 {
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	/* Abstract (leading NUL): no file, gone with the socket, scoped by network namespace
-	 * like the rendezvous port itself. */
-	int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "softrdma-iw-%d", slot);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	snprintf(buf, n, "softrdma-iw-%d", slot);
 }
 
 static unsigned long env_ulong(const char *name, unsigned long dflt, unsigned long max)
@@ -229,26 +228,23 @@ int iwp_slot(struct iwp *p)
 		return e;
 	}
 	/* The lowest free name is ours for as long as the socket lives (a process that dies
-	 * frees it), which makes QPNs unique among the processes of this namespace. */
+	 * frees it), which makes QPNs unique among the processes of this namespace and user. */
+	rundir_sweep();
 	int err = -EADDRINUSE;
 	for (int slot = 1; slot <= MAX_SLOT; slot++) {
-		struct sockaddr_un a;
-		socklen_t len = slot_name(slot, &a);
-		if (bind(r->ufd, (struct sockaddr *)&a, len) == 0) {
+		char name[32];
+		slot_name(slot, name, sizeof(name));
+		err = rundir_bind(r->ufd, name);
+		if (err == 0)
 			r->slot = slot;
-			err = 0;
+		if (err != -EADDRINUSE)
 			break;
-		}
-		if (errno != EADDRINUSE) {
-			err = -errno;
-			break;
-		}
 	}
 	int one = 1;
 	if (!err && setsockopt(r->ufd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0)
 		err = -errno;
 	if (err) {
-		close(r->ufd);
+		rundir_close(r->ufd);
 		free(r);
 		return err;
 	}
@@ -262,7 +258,7 @@ int iwp_slot(struct iwp *p)
 		if (port[0] < '0' || port[0] > '9' || errno || *end || v == 0 || v > 65535) {
 			fprintf(stderr, "softrdma: %s=%s is not a TCP port (1..65535)\n",
 				IWP_PORT_ENV, port);
-			close(r->ufd);
+			rundir_close(r->ufd);
 			free(r);
 			return -EINVAL;
 		}
@@ -344,7 +340,7 @@ void iwp_rdv_destroy(struct iwp *p)
 		io_tcp_listener_close(r->lis[i].l);
 	if (r->evfd >= 0)
 		close(r->evfd);
-	close(r->ufd);
+	rundir_close(r->ufd);
 	free(r->pfd);
 	free(r);
 	p->rdv = NULL;
@@ -443,7 +439,15 @@ static void recv_passed(struct iwp_rdv *r, uint64_t now)
 static void pass_on(struct iwp_rdv *r, struct rdv_in *in, int slot)
 {
 	struct sockaddr_un a;
-	socklen_t alen = slot_name(slot, &a);
+	socklen_t alen;
+	char name[32];
+	slot_name(slot, name, sizeof(name));
+	if (rundir_sockaddr(name, &a, &alen) != 0) {
+		CNT(r, pass_failed);
+		io_tcp_abort(in->tcp);
+		in->tcp = NULL;
+		return;
+	}
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;

@@ -1321,10 +1321,9 @@ static void port_error(char *err, size_t errlen, int ret, const uint8_t addr[16]
 	if (ret == -EPERM) {
 		snprintf(
 		    err, errlen,
-		    "the steering registry of UDP port %u (softrdma-io-%u-* in /dev/shm, or /tmp) "
-		    "was "
-		    "created by another user; remove it (as root), or use another port on both "
-		    "ends (SOFTRDMA_UDP_PORT)",
+		    "the steering registry of UDP port %u needs a run directory of your own "
+		    "(uid %u; the message above says what is wrong with it): remove the one in "
+		    "the way, or name another in SOFTRDMA_RUN_DIR",
 		    port, (unsigned)geteuid());
 		return;
 	}

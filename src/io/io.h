@@ -45,7 +45,8 @@
  * DestQP (BTH bytes 5..7) and returns a socket index from a table slot -> index. Socket indices are
  * the order of joining, and when a socket leaves the kernel moves the LAST socket into the freed
  * index, so the members keep the mapping in a shared registry:
- *   /dev/shm/softrdma-io-<euid>-<netns inode>-<address hex>-<port>   (mode 0600, mmap'ed)
+ *   <run dir>/softrdma-io-<euid>-<netns inode>-<address hex>-<port>   (mode 0600, mmap'ed)
+ * in the user's private run directory (io/rundir.h: /dev/shm/softrdma-<euid>, mode 0700),
  * guarded by flock(). It records each member's slot, pid and current index. A member is alive
  * while it holds an OFD byte-range lock on byte (1 MiB + slot) of that file; the kernel releases
  * the lock when the process exits or crashes (or closes the file), so liveness needs no pid
@@ -162,7 +163,7 @@ struct io_udp_config {
 	uint8_t slot;
 	/* Period of the others' liveness check in ms; 0 means IO_UDP_DEFAULT_CHECK_MS. */
 	uint32_t check_interval_ms;
-	/* Directory of the steering registry; NULL: "/dev/shm" (or "/tmp" if that is absent). */
+	/* Directory of the steering registry; NULL: the user's run directory (io/rundir.h). */
 	const char *registry_dir;
 	/* Receive / send socket buffer sizes in bytes; 0 keeps the kernel default. */
 	int rcvbuf, sndbuf;

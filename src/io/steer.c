@@ -1,6 +1,7 @@
 /* Multi-process steering of a UDP reuseport group by DestQP slot (design: io.h). */
 #define _GNU_SOURCE
 #include "io/steer.h"
+#include "io/rundir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -538,13 +539,19 @@ uint8_t io_steer_slot(const struct io_steer *st)
 
 static int reg_path(struct io_steer *st, const struct io_steer_cfg *cfg)
 {
+	char run[sizeof(st->path)];
 	const char *dir = cfg->dir;
 	struct stat sb;
 	unsigned long long netns = 0;
 	char hex[33];
 
-	if (!dir)
-		dir = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
+	if (!dir) {
+		/* The user's private directory: nobody else can create our registry first. */
+		int err = rundir_path(run, sizeof(run));
+		if (err)
+			return err;
+		dir = run;
+	}
 	/* Reuseport groups are per network namespace; so is the registry. */
 	if (stat("/proc/self/ns/net", &sb) == 0)
 		netns = (unsigned long long)sb.st_ino;
