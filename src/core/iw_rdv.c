@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/iw_int.h"
+#include "io/forkdrop.h"
 #include "io/rundir.h"
 
 #define RETRY_MIN_NS  1000000ull    /* the initiator's first retry after a failure */
@@ -243,7 +244,12 @@ int iwp_slot(struct iwp *p)
 	int one = 1;
 	if (!err && setsockopt(r->ufd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0)
 		err = -errno;
+	/* A fork's child must not keep the name answering after we close it: others would
+	 * keep passing it connections for our slot that nobody takes. */
+	if (!err)
+		err = io_forkdrop_add(r->ufd);
 	if (err) {
+		io_forkdrop_remove(r->ufd);
 		rundir_close(r->ufd);
 		free(r);
 		return err;
@@ -258,6 +264,7 @@ int iwp_slot(struct iwp *p)
 		if (port[0] < '0' || port[0] > '9' || errno || *end || v == 0 || v > 65535) {
 			fprintf(stderr, "softrdma: %s=%s is not a TCP port (1..65535)\n",
 				IWP_PORT_ENV, port);
+			io_forkdrop_remove(r->ufd);
 			rundir_close(r->ufd);
 			free(r);
 			return -EINVAL;
@@ -340,6 +347,7 @@ void iwp_rdv_destroy(struct iwp *p)
 		io_tcp_listener_close(r->lis[i].l);
 	if (r->evfd >= 0)
 		close(r->evfd);
+	io_forkdrop_remove(r->ufd);
 	rundir_close(r->ufd);
 	free(r->pfd);
 	free(r);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "io/forkdrop.h"
 #include "io/io_int.h"
 
 #ifndef IP_MULTICAST_ALL
@@ -82,13 +83,22 @@ int io_mcast_open(const struct io_mcast_config *cfg, struct io_mcast **out)
 	return 0;
 }
 
+/* Out of the epoll set first: epoll forgets a socket only when its last reference goes, and
+ * the number may be reused at once. Closing the socket drops its memberships
+ * (ip_mc_drop_socket). */
+static void group_close(struct io_mcast *m, int fd)
+{
+	epoll_ctl(m->epfd, EPOLL_CTL_DEL, fd, NULL);
+	io_forkdrop_remove(fd);
+	close(fd);
+}
+
 void io_mcast_close(struct io_mcast *m)
 {
 	if (!m)
 		return;
-	/* Closing a socket drops its memberships (ip_mc_drop_socket). */
 	for (int i = 0; i < m->ngroups; i++)
-		close(m->groups[i].fd);
+		group_close(m, m->groups[i].fd);
 	close(m->epfd);
 	free(m->groups);
 	free(m);
@@ -205,6 +215,12 @@ int io_mcast_join(struct io_mcast *m, const uint8_t group[16])
 		close(fd);
 		goto fail;
 	}
+	/* A fork's child must not keep the membership (and the socket in our epoll set) after
+	 * we leave the group. */
+	if ((err = io_forkdrop_add(fd)) != 0) {
+		close(fd);
+		goto fail;
+	}
 	memcpy(m->groups[m->ngroups].gid, group, 16);
 	m->groups[m->ngroups].fd = fd;
 	m->ngroups++;
@@ -220,8 +236,7 @@ void io_mcast_leave(struct io_mcast *m, const uint8_t group[16])
 	int i;
 	if (!m || !group || (i = find(m, group)) < 0)
 		return;
-	/* close() takes it out of the epoll set and drops the membership. */
-	close(m->groups[i].fd);
+	group_close(m, m->groups[i].fd);
 	m->groups[i] = m->groups[--m->ngroups];
 	cnt_add(m, IO_MCAST_C_leaves, 1);
 }
