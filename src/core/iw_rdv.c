@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -927,6 +928,29 @@ static int ensure_thread(struct iwp_rdv *r)
 	return 0;
 }
 
+/* Why the rendezvous port cannot be ours, in words that name who holds it and the way out
+ * (as progress.c for the RoCE port). */
+static void say_port_holder(const uint8_t addr[16], uint16_t port)
+{
+	long uid = io_tcp_port_holder(addr, port);
+	if (uid < 0 || (uid_t)uid == geteuid()) {
+		fprintf(stderr,
+			"softrdma: TCP port %u (iWARP auto-connect) on this address is taken by a "
+			"program that is not softrdma; use another port on both ends (%s)\n",
+			port, IWP_PORT_ENV);
+		return;
+	}
+	struct passwd pw, *who = NULL;
+	char buf[1024];
+	getpwuid_r((uid_t)uid, &pw, buf, sizeof(buf), &who);
+	fprintf(stderr,
+		"softrdma: TCP port %u (iWARP auto-connect) on this address is held by user %s "
+		"(uid %ld): softrdma processes share it only with processes of the same user (a "
+		"SO_REUSEPORT group is one user's); run as that user, or use another port on both "
+		"ends (%s)\n",
+		port, who ? who->pw_name : "?", uid, IWP_PORT_ENV);
+}
+
 static int ensure_listener(struct iwp_rdv *r, const uint8_t addr[16])
 {
 	for (int i = 0; i < r->nlis; i++)
@@ -936,6 +960,8 @@ static int ensure_listener(struct iwp_rdv *r, const uint8_t addr[16])
 		return -ENOSPC;
 	struct io_tcp_opts o = {.reuseport = true};
 	int e = io_tcp_listen(addr, r->port, 0, &o, &r->lis[r->nlis].l);
+	if (e == -EADDRINUSE)
+		say_port_holder(addr, r->port);
 	if (e < 0)
 		return e;
 	memcpy(r->lis[r->nlis].addr, addr, 16);

@@ -219,4 +219,9 @@ void io_tcp_fault_totals(uint64_t out[IO_TCP_NCOUNTERS]);
 const char *io_tcp_counter_name(enum io_tcp_counter c);
 const char *io_tcp_counter_desc(enum io_tcp_counter c);
 
+/* Who holds TCP port `port` on addr (IPv4-mapped or IPv6), for a listen's -EADDRINUSE: the uid
+ * of a socket on that address or the wildcard as /proc/net/tcp and tcp6 list it, or -ENOENT
+ * (io_udp_port_holder's twin, holder.c). */
+long io_tcp_port_holder(const uint8_t addr[16], uint16_t port);
+
 #endif

@@ -11,6 +11,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -132,6 +135,8 @@ static void test_basic(const uint8_t *addr, const char *name)
 		struct io_tcp_listener *l2;
 
 		CHECK_EQ(io_tcp_listen(addr, port, 0, NULL, &l2), -EADDRINUSE);
+		/* who holds it, for the error message: this user */
+		CHECK_EQ(io_tcp_port_holder(addr, port), (long)geteuid());
 	}
 	REQUIRE(io_tcp_connect(NULL, 0, addr, port, NULL, &c) == 0);
 	CHECK_EQ(cnt(c, IO_TCP_C_connects), 1);
@@ -394,6 +399,54 @@ static void test_args(void)
 	}
 }
 
+/* Another user's listener (a child as nobody; needs root): named by its uid, and a listen of
+ * ours on that port (SO_REUSEPORT, as the iWARP rendezvous) refused. No listener: -ENOENT,
+ * connections that ended (TIME_WAIT) or not. */
+static void test_holder(const uint8_t *addr)
+{
+	struct io_tcp_listener *l, *l2;
+	struct io_tcp_conn *c, *s;
+	REQUIRE(io_tcp_listen(addr, 0, 0, NULL, &l) == 0);
+	uint16_t port = io_tcp_listener_port(l);
+	REQUIRE(io_tcp_connect(NULL, 0, addr, port, NULL, &c) == 0);
+	REQUIRE(wait_fd(io_tcp_listener_fd(l), POLLIN, WAIT_MS));
+	REQUIRE(io_tcp_accept(l, &s, NULL, NULL) == 0);
+	io_tcp_listener_close(l);
+	io_tcp_close(s); /* the side that closes first keeps a TIME_WAIT entry */
+	io_tcp_close(c);
+	CHECK_EQ(io_tcp_port_holder(addr, port), -ENOENT);
+	if (geteuid() != 0) {
+		fprintf(stderr, "not root: the other user's port is not tried\n");
+		return;
+	}
+	int pfd[2];
+	REQUIRE(pipe(pfd) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		struct io_tcp_opts o = {.reuseport = true};
+		uint16_t p = 0;
+		if (io_tcp_listen(addr, 0, 0, &o, &l) == 0)
+			p = io_tcp_listener_port(l);
+		if (write(pfd[1], &p, sizeof(p)) != (ssize_t)sizeof(p))
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	uint16_t p = 0;
+	REQUIRE(read(pfd[0], &p, sizeof(p)) == (ssize_t)sizeof(p) && p != 0);
+	CHECK_EQ(io_tcp_port_holder(addr, p), 65534);
+	struct io_tcp_opts o = {.reuseport = true};
+	CHECK_EQ(io_tcp_listen(addr, p, 0, &o, &l2), -EADDRINUSE);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
 int main(void)
 {
 	uint8_t v4[16], v6[16];
@@ -412,6 +465,8 @@ int main(void)
 	test_reset(v4);
 	test_reset(v6);
 	test_bind_local(v4);
+	test_holder(v4);
+	test_holder(v6);
 	CHECK_EQ(count_fds(), fds); /* every socket closed */
 	return check_exit();
 }

@@ -32,12 +32,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "io/tcp.h"
 #include "vutil.h"
 #include "softrdma.h"
 
@@ -808,9 +810,74 @@ static void test_bad_port(void)
 	}
 }
 
+/* The rendezvous port held by another user (a child as nobody listens on it; needs root): the
+ * QP that would listen there fails RTR with EADDRINUSE and a message that names the user and
+ * the way out (before: EADDRINUSE alone). */
+static void test_port_held(void)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "not root: the port held by another user is not tried\n");
+		return;
+	}
+	struct dev D;
+	dev_open(&D, 4096);
+	int pfd[2], efd[2];
+	REQUIRE(pipe(pfd) == 0 && pipe(efd) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		struct io_tcp_opts o = {.reuseport = true};
+		struct io_tcp_listener *l;
+		uint16_t p = 0;
+		if (io_tcp_listen(D.gid, 0, 0, &o, &l) == 0)
+			p = io_tcp_listener_port(l);
+		if (write(pfd[1], &p, sizeof(p)) != (ssize_t)sizeof(p))
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	uint16_t p = 0;
+	REQUIRE(read(pfd[0], &p, sizeof(p)) == (ssize_t)sizeof(p) && p != 0);
+	dev_close(&D); /* the port is read when a context's first QP is made */
+	char port[16];
+	snprintf(port, sizeof(port), "%u", p);
+	setenv("SOFTRDMA_IW_PORT", port, 1);
+	dev_open(&D, 4096);
+	struct ibv_qp *a = qp_new(&D), *b = qp_new(&D);
+	struct ibv_qp *hi = a->qp_num > b->qp_num ? a : b, *lo = hi == a ? b : a;
+	/* the higher QPN listens (the lower connects): its RTR needs the port */
+	fflush(stderr);
+	int saved = dup(2);
+	REQUIRE(saved >= 0 && dup2(efd[1], 2) == 2);
+	int r = qp_rtr(hi, D.gid, lo->qp_num, psn_of(lo->qp_num));
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(efd[1]);
+	char msg[1024] = {0};
+	ssize_t n = read(efd[0], msg, sizeof(msg) - 1);
+	CHECK_EQ(r, EADDRINUSE);
+	CHECK(n > 0 && strstr(msg, "held by user nobody (uid 65534)") != NULL);
+	CHECK(n > 0 && strstr(msg, "SOFTRDMA_IW_PORT") != NULL);
+	if (n > 0)
+		fprintf(stderr, "%s", msg);
+	CHECK_EQ(ibv_destroy_qp(a), 0);
+	CHECK_EQ(ibv_destroy_qp(b), 0);
+	dev_close(&D);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(efd[0]);
+}
+
 int main(void)
 {
 	test_bad_port();
+	test_port_held();
 	char port[16];
 	snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
 	setenv("SOFTRDMA_IW_PORT", port, 1);
