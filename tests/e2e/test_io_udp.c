@@ -10,13 +10,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdbool.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "nobody.h"
 #include "io/fault.h"
 #include "io/io.h"
 
@@ -167,18 +167,12 @@ static void test_addrinuse(void)
 	CHECK_EQ(io_udp_port_holder(c.addr, port), -ENOENT);
 	/* Another user's socket (a child as nobody binds one; needs root): named by its uid,
 	 * and the port refused. */
-	if (geteuid() != 0) {
-		fprintf(stderr, "not root: the other user's port is not tried\n");
+	if (!nobody_can("the other user's port"))
 		return;
-	}
 	int pfd[2];
 	REQUIRE(pipe(pfd) == 0);
-	pid_t child = fork();
-	REQUIRE(child >= 0);
+	pid_t child = nobody_fork();
 	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
-			_exit(2);
 		uint16_t p2 = 0;
 		int f2 = plain4(0, &p2);
 		if (f2 < 0 || write(pfd[1], &p2, sizeof(p2)) != (ssize_t)sizeof(p2))
@@ -191,8 +185,7 @@ static void test_addrinuse(void)
 	struct io_udp_config c2 = cfg4(p2);
 	CHECK_EQ(io_udp_port_holder(c2.addr, p2), 65534);
 	CHECK_EQ(io_udp_open(&c2, &io), -EADDRINUSE);
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+	nobody_end(child);
 	close(pfd[0]);
 	close(pfd[1]);
 }

@@ -32,13 +32,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "nobody.h"
 #include "io/tcp.h"
 #include "vutil.h"
 #include "softrdma.h"
@@ -815,20 +815,14 @@ static void test_bad_port(void)
  * the way out (before: EADDRINUSE alone). */
 static void test_port_held(void)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "not root: the port held by another user is not tried\n");
+	if (!nobody_can("the port held by another user"))
 		return;
-	}
 	struct dev D;
 	dev_open(&D, 4096);
 	int pfd[2], efd[2];
 	REQUIRE(pipe(pfd) == 0 && pipe(efd) == 0);
-	pid_t child = fork();
-	REQUIRE(child >= 0);
+	pid_t child = nobody_fork();
 	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
-			_exit(2);
 		struct io_tcp_opts o = {.reuseport = true};
 		struct io_tcp_listener *l;
 		uint16_t p = 0;
@@ -867,8 +861,7 @@ static void test_port_held(void)
 	CHECK_EQ(ibv_destroy_qp(a), 0);
 	CHECK_EQ(ibv_destroy_qp(b), 0);
 	dev_close(&D);
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+	nobody_end(child);
 	close(pfd[0]);
 	close(pfd[1]);
 	close(efd[0]);
