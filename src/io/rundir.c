@@ -112,12 +112,14 @@ static unsigned long long netns_inode(void)
 	return stat("/proc/self/ns/net", &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
 }
 
-static int sockaddr_at(const char *dir, const char *name, struct sockaddr_un *sa, socklen_t *len)
+/* The address of file `file` in dir (ns: the file's name is name of namespace ns). */
+static int file_addr(const char *dir, unsigned long long ns, const char *file,
+		     struct sockaddr_un *sa, socklen_t *len)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	int k =
-	    snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/n%llu-%s", dir, netns_inode(), name);
+	int k = ns ? snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/n%llu-%s", dir, ns, file)
+		   : snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", dir, file);
 	if (k <= 0 || (size_t)k >= sizeof(sa->sun_path)) {
 		tell("the run directory %s is too long for a local socket name; name a shorter one "
 		     "in %s",
@@ -126,6 +128,11 @@ static int sockaddr_at(const char *dir, const char *name, struct sockaddr_un *sa
 	}
 	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)k + 1);
 	return 0;
+}
+
+static int sockaddr_at(const char *dir, const char *name, struct sockaddr_un *sa, socklen_t *len)
+{
+	return file_addr(dir, netns_inode(), name, sa, len);
 }
 
 int rundir_sockaddr(const char *name, struct sockaddr_un *sa, socklen_t *len)
@@ -189,7 +196,6 @@ void rundir_close(int fd)
 void rundir_sweep(void)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char prefix[32];
 	int dfd = dir_open(dir, sizeof(dir));
 	if (dfd < 0)
 		return;
@@ -201,16 +207,17 @@ void rundir_sweep(void)
 		close(dfd);
 		return;
 	}
-	int plen = snprintf(prefix, sizeof(prefix), "n%llu-", netns_inode());
 	if (flock(dfd, LOCK_EX) == 0) {
 		struct dirent *e;
 		for (int seen = 0; seen < 512 && (e = readdir(d)); seen++) {
 			struct sockaddr_un sa;
 			socklen_t len;
 			struct stat sb;
-			if (strncmp(e->d_name, prefix, (size_t)plen) != 0 ||
-			    sockaddr_at(dir, e->d_name + plen, &sa, &len) != 0 ||
-			    lstat(sa.sun_path, &sb) != 0 || !S_ISSOCK(sb.st_mode))
+			/* Any namespace's: a file's socket answers from every namespace,
+			 * and those of namespaces that are gone are swept only here. */
+			if (e->d_name[0] != 'n' ||
+			    fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+			    !S_ISSOCK(sb.st_mode) || file_addr(dir, 0, e->d_name, &sa, &len) != 0)
 				continue;
 			if (!answers(&sa, len))
 				unlink(sa.sun_path);

@@ -43,8 +43,8 @@ int rundir_bind(int fd, const char *name);
  * child that drops its copy of the socket only closes it, leaving the parent's name. */
 void rundir_close(int fd);
 
-/* Removes up to a few hundred stale socket names of this network namespace (processes that
- * died without closing theirs); cheap enough to call when a process opens its endpoints. */
+/* Removes up to a few hundred stale socket names (of processes that died without closing
+ * theirs, in any network namespace); cheap enough to call when a process opens its endpoints. */
 void rundir_sweep(void);
 
 #endif

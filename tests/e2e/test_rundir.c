@@ -167,6 +167,21 @@ static void test_names(void)
 	CHECK(!exists(d2.sun_path));
 	CHECK(exists(lv.sun_path));
 	rundir_close(a);
+	/* a dead name of a namespace that is gone (inode 1 here), and a file that is not a
+	 * socket: the first swept, the second left alone */
+	struct sockaddr_un gone = {.sun_family = AF_UNIX}, plain;
+	snprintf(gone.sun_path, sizeof(gone.sun_path), "%s/n1-softrdma-iw-9", mine);
+	plain = gone;
+	snprintf(plain.sun_path, sizeof(plain.sun_path), "%s/n1-notes", mine);
+	int g = dgram();
+	REQUIRE(bind(g, (struct sockaddr *)&gone, sizeof(gone)) == 0);
+	close(g);
+	FILE *f = fopen(plain.sun_path, "w");
+	REQUIRE(f != NULL);
+	fclose(f);
+	rundir_sweep();
+	CHECK(!exists(gone.sun_path));
+	CHECK(exists(plain.sun_path));
 	kill(live, SIGKILL);
 	waitpid(live, NULL, 0);
 	rundir_sweep();
