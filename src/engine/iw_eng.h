@@ -342,6 +342,9 @@ struct iw_irqe {
 	uint8_t raw[IW_FPDU_LEN_SIZE + IW_RREQ_ULPDU_LEN];
 };
 
+/* Entry i of the inbound Read Request ring (struct iw_qp irq). */
+#define iw_irq_at(qp, i) (&(qp)->irq[(i) & ((qp)->irq_cap - 1)])
+
 /* Bytes read into the scratch area at the start of an FPDU: ULPDU_LENGTH + the smallest
  * header (tagged, 14). No FPDU has payload before this point. */
 #define IW_RX_HDR_MIN (IW_FPDU_LEN_SIZE + IW_DDP_TAGGED_HDR_LEN)
@@ -457,8 +460,12 @@ struct iw_qp {
 	/* Outbound READs whose request is out, oldest first: SQ indices (siw ORQ). */
 	uint32_t orq[IW_MAX_ORD];
 	uint32_t orq_head, orq_tail;
-	/* Inbound Read Requests to answer, in order (siw IRQ). */
-	struct iw_irqe irq[IW_MAX_IRD];
+	/* Inbound Read Requests to answer, in order (siw IRQ): a ring of irq_cap entries (a power
+	 * of two; none until the first request), grown as requests queue up to the IRD, so an
+	 * idle QP or one that is never read from does not carry IW_MAX_IRD entries (10 KiB).
+	 * Entry i (free-running) is irq[i & (irq_cap - 1)] (iw_irq_at). */
+	struct iw_irqe *irq;
+	uint32_t irq_cap;
 	uint32_t irq_head, irq_tail;
 
 	uint32_t tx_msn[IW_QN__COUNT]; /* last MSN sent per queue (first message: 1) */

@@ -294,6 +294,7 @@ void iw_qp_destroy(struct iw_qp *qp)
 		return;
 	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
 	free(qp->tx.copy);
+	free(qp->irq);
 	free(qp);
 }
 

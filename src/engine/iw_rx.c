@@ -9,6 +9,7 @@
 #include "engine/iw_eng.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/eng_int.h"
@@ -175,6 +176,23 @@ static int hdr_send(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 	return 0;
 }
 
+/* Doubles the inbound Read Request ring (the first request: room for IRQ_FIRST), keeping each
+ * queued entry at its free-running index. 0 or -ENOMEM. */
+#define IRQ_FIRST 4u
+static int irq_grow(struct iw_qp *qp)
+{
+	uint32_t cap = qp->irq_cap ? 2 * qp->irq_cap : IRQ_FIRST;
+	struct iw_irqe *n = malloc(cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = qp->irq_head; i != qp->irq_tail; i++)
+		n[i & (cap - 1)] = *iw_irq_at(qp, i);
+	free(qp->irq);
+	qp->irq = n;
+	qp->irq_cap = cap;
+	return 0;
+}
+
 static int hdr_rreq(struct iw_qp *qp, const struct iw_hdr *h, const uint8_t *raw, size_t raw_len)
 {
 	struct iw_rxs *r = &qp->rx;
@@ -189,6 +207,8 @@ static int hdr_rreq(struct iw_qp *qp, const struct iw_hdr *h, const uint8_t *raw
 	/* IRD: siw answers an IRQ overflow with RDMAP catastrophic (stream). */
 	if (qp->irq_tail - qp->irq_head >= qp->attr.ird)
 		return -IW_E_RO_STREAM;
+	if (qp->irq_tail - qp->irq_head == qp->irq_cap && irq_grow(qp) < 0)
+		return -IW_E_RO_STREAM; /* no memory for a request within the IRD: as siw's */
 	if (q->size) {
 		if (to_wraps(q->src_to, q->size))
 			return -IW_E_RP_TO_WRAP;
@@ -383,7 +403,7 @@ static int on_end(struct iw_qp *qp, const struct iw_rx_ev *ev)
 		return 0;
 	case IW_OP_READ_REQ:
 		r->pend_rreq = false;
-		qp->irq[qp->irq_tail % IW_MAX_IRD] = r->rreq;
+		*iw_irq_at(qp, qp->irq_tail) = r->rreq;
 		qp->irq_tail++;
 		qp->rx_msn[IW_QN_READ_REQ]++;
 		IW_INC(qp, rx_read_reqs);

@@ -114,7 +114,7 @@ bool iw_qp_tx_pending(const struct iw_qp *qp)
 
 static int start_rresp(struct iw_qp *qp)
 {
-	const struct iw_irqe *e = &qp->irq[qp->tx.irq_next % IW_MAX_IRD];
+	const struct iw_irqe *e = iw_irq_at(qp, qp->tx.irq_next);
 	struct iw_hdr h;
 
 	/* RFC 5040 4.5: a Read Response is tagged, to the request's sink STag / TO. */
@@ -269,7 +269,7 @@ static int resolve(struct iw_qp *qp, uint32_t off, uint32_t n, struct eng_iov *p
 		return k;
 	}
 	if (t->src == IW_TX_RRESP) {
-		struct iw_irqe *e = &qp->irq[t->msg % IW_MAX_IRD];
+		struct iw_irqe *e = iw_irq_at(qp, t->msg);
 		int err = 0;
 		void *p = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn,
 					      e->rreq.src_stag, true, e->rreq.src_to + off, n,

@@ -393,6 +393,59 @@ static void ord_fence(void)
 	free(w);
 }
 
+/* The inbound Read Request ring grows as requests queue (4, 8 ... up to the IRD), from the
+ * start or after many requests went through (its entries then wrap around it), and keeps
+ * growing while responses go out: 200 READs with up to 100 outstanding, B's transmit held
+ * while 80 of them arrive (after none, or after 60 answered one by one); every READ completes
+ * in order with its own bytes. */
+static void irq_growth(void)
+{
+	enum { N = 200, LEN = 256, HELD = 80 };
+
+	for (int first = 0; first <= 60; first += 60) {
+		struct iwsim *w = calloc(1, sizeof(*w));
+		struct iwsim_cfg cfg = {0};
+		struct sim_mr *amr, *bmr;
+
+		REQUIRE(w);
+		cfg.attr.ird = 100;
+		cfg.attr.ord = 100;
+		iwsim_init(w, seed + 450 + (uint64_t)first, &cfg);
+		amr = sim_mr_reg(&w->s.node[SIM_A], 1, 65536, ACC_ALL);
+		bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 65536, ACC_ALL);
+		sim_fill(bmr->host, 65536, 7);
+		for (int i = 0; i < N; i++) {
+			/* B's source in a scrambled order: a response from the wrong entry shows */
+			uint64_t src = (uint64_t)((i * 37) % N) * LEN;
+			if (i == first)
+				w->tx_hold[SIM_B] = true; /* B answers nothing: requests queue */
+			REQUIRE(iwsim_post_send(w, SIM_A, (uint64_t)i, IBV_WR_RDMA_READ, amr,
+						(uint64_t)i * LEN, LEN, sim_va(bmr, src), bmr->key,
+						IBV_SEND_SIGNALED, 0) == 0);
+			if (i < first) {
+				iwsim_run(w, UINT64_MAX); /* one at a time */
+			} else if (i == first + HELD - 1) {
+				iwsim_run(w, UINT64_MAX);
+				CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_read_reqs], first + HELD);
+				w->tx_hold[SIM_B] = false;
+			} else if (i >= first + HELD && i % 7 == 0) {
+				iwsim_step(w); /* requests arrive while responses go out */
+			}
+		}
+		iwsim_run(w, UINT64_MAX);
+		for (int i = 0; i < N; i++)
+			IWSIM_EXPECT_WC(w, SIM_A, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+					LEN);
+		for (int i = 0; i < N; i++)
+			CHECK_MEM(amr->host + (size_t)i * LEN,
+				  bmr->host + (size_t)((i * 37) % N) * LEN, LEN);
+		CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_read_reqs], N);
+		CHECK_EQ(cnt(w, SIM_B)[IW_CNT_term_sent_RO_STREAM], 0);
+		iwsim_fini(w);
+		free(w);
+	}
+}
+
 /* Opcodes without an iWARP message, READ with more than one sink SGE, states. */
 static void posting(void)
 {
@@ -644,6 +697,7 @@ int main(void)
 	posting();
 	sgl();
 	ord_fence();
+	irq_growth();
 	srq();
 	rtr();
 	nudge();
