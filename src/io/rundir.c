@@ -164,15 +164,19 @@ int rundir_bind(int fd, const char *name)
 	if (dfd < 0)
 		return dfd;
 	int err = sockaddr_at(dir, name, &sa, &len);
-	if (!err && bind(fd, (struct sockaddr *)&sa, len) != 0) {
+	/* Every bind under the directory's lock: between the file's creation and the socket's
+	 * binding a connect finds nobody, and a sweep or a takeover that probed then would
+	 * remove a live name. Taken already: by a live socket, or left by a process that died,
+	 * which is replaced (two processes never both take it over). */
+	if (!err && flock(dfd, LOCK_EX) != 0)
 		err = -errno;
-		/* Taken: by a live socket, or left by a process that died. Decided and replaced
-		 * under the directory's lock so that two processes never both take it over. */
-		if (err == -EADDRINUSE && flock(dfd, LOCK_EX) == 0) {
-			if (!answers(&sa, len) && unlink(sa.sun_path) == 0)
+	if (!err) {
+		if (bind(fd, (struct sockaddr *)&sa, len) != 0) {
+			err = -errno;
+			if (err == -EADDRINUSE && !answers(&sa, len) && unlink(sa.sun_path) == 0)
 				err = bind(fd, (struct sockaddr *)&sa, len) == 0 ? 0 : -errno;
-			flock(dfd, LOCK_UN);
 		}
+		flock(dfd, LOCK_UN);
 	}
 	close(dfd);
 	return err;
