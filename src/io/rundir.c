@@ -135,11 +135,36 @@ static int sockaddr_at(const char *dir, const char *name, struct sockaddr_un *sa
 	return file_addr(dir, netns_inode(), name, sa, len);
 }
 
+/* The directory a thread last checked for sending, with the user and SOFTRDMA_RUN_DIR it was
+ * checked for: a MAD or a connection handed over checks it again only when either changed
+ * (checking is four system calls, and a DREP to a peer that is exiting races its exit). A
+ * directory once checked stays ours: nobody else may remove or rename it (it is ours, in
+ * sticky /dev/shm or /tmp). Per thread: no lock, nothing to repair after a fork. */
+static _Thread_local struct {
+	bool ok;
+	uid_t euid;
+	char env[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+} checked;
+
 int rundir_sockaddr(const char *name, struct sockaddr_un *sa, socklen_t *len)
 {
-	char dir[sizeof(sa->sun_path)];
-	int err = rundir_path(dir, sizeof(dir));
-	return err ? err : sockaddr_at(dir, name, sa, len);
+	const char *env = getenv(RUNDIR_ENV);
+	uid_t euid = geteuid();
+	if (!env)
+		env = "";
+	if (!checked.ok || checked.euid != euid || strcmp(checked.env, env) != 0) {
+		checked.ok = false;
+		int err = rundir_path(checked.dir, sizeof(checked.dir));
+		if (err)
+			return err;
+		if (strlen(env) < sizeof(checked.env)) {
+			strcpy(checked.env, env);
+			checked.euid = euid;
+			checked.ok = true;
+		}
+	}
+	return sockaddr_at(checked.dir, name, sa, len);
 }
 
 /* Whether a socket answers at sa (a datagram connect reaches only a bound socket). Anything
