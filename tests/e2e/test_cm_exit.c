@@ -180,9 +180,11 @@ int main(int argc, char **argv)
 	CHECK(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 3000, NULL));
 	CHECK_EQ(cm_counter("disconnects"), disc + 1);
 	CHECK_EQ(cm_counter("peer_gone"), gone); /* the DREQ came, not the watch */
-	/* Our REP and DREP went straight to the peer's endpoint, not through whichever process
-	 * routes QP1 for the host (core_gsi_send). */
-	CHECK(softrdma_counter(conn->verbs, NULL, "gsi_local") >= 2);
+	/* Our REP went straight to the peer's endpoint, not through whichever process routes
+	 * QP1 for the host (core_gsi_send). Our DREP does too while the child lives, but the
+	 * child does not wait for it (as a process that returns from main): on a loaded machine
+	 * it is gone first and the DREP takes UDP, which is as good; so it is not counted on. */
+	CHECK(softrdma_counter(conn->verbs, NULL, "gsi_local") >= 1);
 	close_conn(conn, pd, cq);
 
 	/* A fork of this process (which holds a connected id) exits: the id is its parent's, the
