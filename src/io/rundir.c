@@ -106,7 +106,7 @@ int rundir_path(char *buf, size_t n)
 	return 0;
 }
 
-static unsigned long long netns_inode(void)
+unsigned long long rundir_netns(void)
 {
 	struct stat sb;
 	return stat("/proc/self/ns/net", &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
@@ -132,7 +132,7 @@ static int file_addr(const char *dir, unsigned long long ns, const char *file,
 
 static int sockaddr_at(const char *dir, const char *name, struct sockaddr_un *sa, socklen_t *len)
 {
-	return file_addr(dir, netns_inode(), name, sa, len);
+	return file_addr(dir, rundir_netns(), name, sa, len);
 }
 
 /* The directory a thread last checked for sending, with the user and SOFTRDMA_RUN_DIR it was

@@ -32,6 +32,10 @@
  * errno; on failure a message says why, once per process. */
 int rundir_path(char *buf, size_t n);
 
+/* The inode of this thread's network namespace (0 if /proc cannot tell): what names and
+ * registries are scoped by. */
+unsigned long long rundir_netns(void);
+
 /* The address of local socket `name` of this network namespace; 0 or a negative errno. */
 int rundir_sockaddr(const char *name, struct sockaddr_un *sa, socklen_t *len);
 

@@ -541,8 +541,7 @@ static int reg_path(struct io_steer *st, const struct io_steer_cfg *cfg)
 {
 	char run[sizeof(st->path)];
 	const char *dir = cfg->dir;
-	struct stat sb;
-	unsigned long long netns = 0;
+	unsigned long long netns;
 	char hex[33];
 
 	if (!dir) {
@@ -553,8 +552,7 @@ static int reg_path(struct io_steer *st, const struct io_steer_cfg *cfg)
 		dir = run;
 	}
 	/* Reuseport groups are per network namespace; so is the registry. */
-	if (stat("/proc/self/ns/net", &sb) == 0)
-		netns = (unsigned long long)sb.st_ino;
+	netns = rundir_netns();
 	for (int i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", cfg->addr[i]);
 	int n = snprintf(st->path, sizeof(st->path), "%s/softrdma-io-%u-%llu-%s-%u", dir,
