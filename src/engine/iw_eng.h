@@ -73,9 +73,12 @@ struct iw_qp;
 /* Creates a QP in RESET from the same init block as the RoCE engine (type must be
  * IBV_QPT_RC; max_send_sge / max_recv_sge <= IW_MAX_SGE; max_inline <= ENG_MAX_INLINE). The
  * QP keeps copies of *init and *env; init->send_cq / recv_cq / srq are borrowed and must
- * outlive the QP. Returns 0 and *out, or -EINVAL / -ENOMEM. Everything the QP will ever need
- * (send ring, receive ring, inbound and outbound read queues, header scratch areas) is
- * allocated here; nothing is allocated afterwards. */
+ * outlive the QP. Returns 0 and *out, or -EINVAL / -ENOMEM. The send and receive rings, the
+ * header scratch areas and the transmit rings at their first size are allocated here; what
+ * only some QPs need grows later, and a QP that cannot get it carries on with what it has or
+ * fails the one request, cleanly: the transmit rings (framing runs less far ahead of TCP),
+ * the outbound READ queue (at the first READ posted: that post fails with -ENOMEM) and the
+ * inbound one (a Read Request beyond it: a Terminate, as siw on an IRQ overflow). */
 int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, struct iw_qp **out);
 /* Frees the QP (no completions are produced; NULL is ignored). */
 void iw_qp_destroy(struct iw_qp *qp);
@@ -216,8 +219,8 @@ int iw_qp_rx_bytes(struct iw_qp *qp, const uint8_t *buf, size_t len, size_t *use
  * first, then Read Responses (at most 4 in a row while send WQEs wait), then new send WQEs;
  * the choice is made when a message's first FPDU is framed. The iovecs point into the QP's
  * scratch area, the WQE's inline data or registered memory (read-only for the caller) and
- * are valid until the next call on this QP other than iw_qp_tx_want. Returns -EINVAL if
- * max_iov < 1. */
+ * are valid until the next call on this QP (another iw_qp_tx_want included: the rings they
+ * point into may grow). Returns -EINVAL if max_iov < 1. */
 int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov);
 
 /* True when iw_qp_tx_want may offer bytes (or has work to frame): a cheap check for a caller
@@ -388,8 +391,14 @@ struct iw_rxs {
 	struct iw_term term;
 };
 
-/* Payload pieces shared by the framed FPDUs (one each unless a WQE has several SGEs). */
-#define IW_TX_PAY 64 /* a power of two, >= ENG_MAX_SGE */
+/* Payload pieces shared by the framed FPDUs (one each unless a WQE has several SGEs): at most
+ * IW_TX_PAY, and room for ENG_MAX_SGE more before each FPDU is framed. */
+#define IW_TX_PAY 64 /* a power of two */
+/* The rings of framed FPDUs and of their pieces start this small (an idle QP, or one that
+ * sends a message at a time, needs no more) and double while they fill, up to IW_TX_BATCH
+ * and IW_TX_PAY. */
+#define IW_TX_F_FIRST	4u
+#define IW_TX_PAY_FIRST ENG_MAX_SGE
 /* Longest FPDU header framed here (a Read Request); a Terminate lives in iw_txs.term. */
 #define IW_TX_HDR_MAX (IW_FPDU_LEN_SIZE + IW_RREQ_ULPDU_LEN)
 
@@ -416,11 +425,13 @@ struct iw_txs {
 	uint32_t irq_next; /* IRQ index of the next Read Response to start, irq_head..irq_tail */
 	uint32_t irq_burst;
 	bool nudge_pending; /* iw_qp_nudge: a zero-length Write when nothing else goes */
-	/* Framed FPDUs, oldest first: [head, tail) free-running; the head one is partly handed
-	 * to TCP (sent bytes). */
-	struct iw_txf f[IW_TX_BATCH];
+	/* Framed FPDUs, oldest first: [head, tail) free-running, entry i at f[i & (f_cap - 1)];
+	 * the head one is partly handed to TCP (sent bytes). Their payload pieces likewise in
+	 * pay[]. Both rings are the QP's (iw_tx_reset keeps them) and grow (iw_tx.c). */
+	struct iw_txf *f;
+	struct eng_iov *pay;
+	uint32_t f_cap, pay_cap;
 	uint32_t head, tail;
-	struct eng_iov pay[IW_TX_PAY];
 	uint32_t pay_head, pay_tail;
 	size_t queued;	/* bytes framed and not yet handed to TCP */
 	size_t sent;	/* bytes of the head FPDU handed to TCP */
@@ -457,8 +468,12 @@ struct iw_qp {
 	/* The verbs consumer moved the QP to RTS while its connection is still being made
 	 * (auto-connect): sends are queued in INIT / RTR and start at the move to RTS. */
 	bool early_send;
-	/* Outbound READs whose request is out, oldest first: SQ indices (siw ORQ). */
-	uint32_t orq[IW_MAX_ORD];
+	/* Outbound READs whose request is out, oldest first: SQ indices (siw ORQ), entry i at
+	 * orq[i & (orq_cap - 1)]. Allocated when the first READ is posted, with room for
+	 * min(IW_MAX_ORD, sq_max) rounded up to a power of two: no QP can have more READs
+	 * out, whatever ORD it is given later. */
+	uint32_t *orq;
+	uint32_t orq_cap;
 	uint32_t orq_head, orq_tail;
 	/* Inbound Read Requests to answer, in order (siw IRQ): a ring of irq_cap entries (a power
 	 * of two; none until the first request), grown as requests queue up to the IRD, so an
@@ -523,6 +538,10 @@ void iw_check_drained(struct iw_qp *qp);
 /* iw_rx.c */
 void iw_rx_reset(struct iw_qp *qp);
 /* iw_tx.c */
+/* Allocates the transmit rings at their first size: 0 or -ENOMEM. */
+int iw_tx_rings_init(struct iw_qp *qp);
+void iw_tx_rings_fini(struct iw_qp *qp);
+/* Forgets everything framed (the rings stay). */
 void iw_tx_reset(struct iw_qp *qp);
 bool iw_tx_ready(const struct iw_qp *qp);
 /* Drops every framed FPDU and the message being framed (ERR); counts half-sent bytes. */

@@ -279,10 +279,14 @@ int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, stru
 	qp->attr.mulpdu = iw_mulpdu(1448);
 	qp->state = IBV_QPS_RESET;
 	iw_rx_reset(qp);
-	iw_tx_reset(qp);
+	err = iw_tx_rings_init(qp);
+	if (err)
+		goto free_queues;
 	*out = qp;
 	return 0;
 
+free_queues:
+	eng_queues_fini(init, qp->sq, &qp->own_rq);
 free_qp:
 	free(qp);
 	return err;
@@ -294,7 +298,9 @@ void iw_qp_destroy(struct iw_qp *qp)
 		return;
 	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
 	free(qp->tx.copy);
+	iw_tx_rings_fini(qp);
 	free(qp->irq);
+	free(qp->orq);
 	free(qp);
 }
 
@@ -464,6 +470,19 @@ int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
 
 /* ---- posting ---- */
 
+/* The outbound READ queue, at the first READ posted: no more READs can be out than the send
+ * ring holds or IW_MAX_ORD allows. */
+static int orq_alloc(struct iw_qp *qp)
+{
+	uint32_t cap = eng_pow2_at_least(qp->sq_max < IW_MAX_ORD ? qp->sq_max : IW_MAX_ORD);
+
+	qp->orq = malloc(cap * sizeof(*qp->orq));
+	if (!qp->orq)
+		return -ENOMEM;
+	qp->orq_cap = cap;
+	return 0;
+}
+
 int iw_qp_post_send(struct iw_qp *qp, const struct ibv_send_wr *wr, const struct ibv_send_wr **bad,
 		    uint64_t now)
 {
@@ -484,7 +503,8 @@ int iw_qp_post_send(struct iw_qp *qp, const struct ibv_send_wr *wr, const struct
 			err = -EINVAL;
 			break;
 		}
-		if (qp->sq_tail - qp->sq_head >= qp->sq_max) {
+		if (qp->sq_tail - qp->sq_head >= qp->sq_max ||
+		    (op == ENG_OP_READ && !qp->orq && orq_alloc(qp) < 0)) {
 			err = -ENOMEM;
 			break;
 		}

@@ -56,7 +56,7 @@ static struct eng_swqe *orq_head(struct iw_qp *qp)
 {
 	if (qp->orq_head == qp->orq_tail)
 		return NULL;
-	return iw_swqe_at(qp, qp->orq[qp->orq_head % IW_MAX_ORD]);
+	return iw_swqe_at(qp, qp->orq[qp->orq_head & (qp->orq_cap - 1)]);
 }
 
 /* ---- header checks (validate, then apply: nothing placed before all pass) ---- */

@@ -13,20 +13,104 @@
 #include "engine/eng_int.h"
 #include "util/crc.h"
 
+int iw_tx_rings_init(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+
+	t->f = malloc(IW_TX_F_FIRST * sizeof(*t->f));
+	t->pay = malloc(IW_TX_PAY_FIRST * sizeof(*t->pay));
+	if (!t->f || !t->pay) {
+		iw_tx_rings_fini(qp);
+		return -ENOMEM;
+	}
+	t->f_cap = IW_TX_F_FIRST;
+	t->pay_cap = IW_TX_PAY_FIRST;
+	return 0;
+}
+
+void iw_tx_rings_fini(struct iw_qp *qp)
+{
+	free(qp->tx.f);
+	free(qp->tx.pay);
+	qp->tx.f = NULL;
+	qp->tx.pay = NULL;
+	qp->tx.f_cap = qp->tx.pay_cap = 0;
+}
+
 void iw_tx_reset(struct iw_qp *qp)
 {
-	free(qp->tx.copy);
-	memset(&qp->tx, 0, sizeof(qp->tx));
+	struct iw_txs *t = &qp->tx;
+	struct iw_txf *f = t->f;
+	struct eng_iov *pay = t->pay;
+	uint32_t f_cap = t->f_cap, pay_cap = t->pay_cap;
+
+	free(t->copy);
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+	t->pay = pay;
+	t->f_cap = f_cap;
+	t->pay_cap = pay_cap;
 }
+
+_Static_assert((IW_TX_BATCH & (IW_TX_BATCH - 1)) == 0 && (IW_TX_PAY & (IW_TX_PAY - 1)) == 0 &&
+		   (IW_TX_F_FIRST & (IW_TX_F_FIRST - 1)) == 0 &&
+		   (IW_TX_PAY_FIRST & (IW_TX_PAY_FIRST - 1)) == 0 && IW_TX_F_FIRST <= IW_TX_BATCH &&
+		   IW_TX_PAY_FIRST >= ENG_MAX_SGE && IW_TX_PAY_FIRST <= IW_TX_PAY,
+	       "transmit rings: powers of two, first sizes within the limits");
+
+#define txf_at(t, i)   (&(t)->f[(i) & ((t)->f_cap - 1)])
+#define piece_at(t, i) (&(t)->pay[(i) & ((t)->pay_cap - 1)])
 
 static struct iw_txf *txf_head(struct iw_qp *qp)
 {
-	return &qp->tx.f[qp->tx.head % IW_TX_BATCH];
+	return txf_at(&qp->tx, qp->tx.head);
 }
 
 static struct eng_iov *txf_piece(struct iw_qp *qp, const struct iw_txf *f, uint32_t i)
 {
-	return &qp->tx.pay[(f->pay + i) & (IW_TX_PAY - 1)];
+	return piece_at(&qp->tx, f->pay + i);
+}
+
+/* Doubles the FPDU ring, keeping each entry at its free-running index. */
+static bool grow_f(struct iw_txs *t)
+{
+	uint32_t cap = 2 * t->f_cap;
+	struct iw_txf *n = cap <= IW_TX_BATCH ? malloc(cap * sizeof(*n)) : NULL;
+
+	if (!n)
+		return false;
+	for (uint32_t i = t->head; i != t->tail; i++)
+		n[i & (cap - 1)] = *txf_at(t, i);
+	free(t->f);
+	t->f = n;
+	t->f_cap = cap;
+	return true;
+}
+
+static bool grow_pay(struct iw_txs *t)
+{
+	uint32_t cap = 2 * t->pay_cap;
+	struct eng_iov *n = cap <= IW_TX_PAY ? malloc(cap * sizeof(*n)) : NULL;
+
+	if (!n)
+		return false;
+	for (uint32_t i = t->pay_head; i != t->pay_tail; i++)
+		n[i & (cap - 1)] = *piece_at(t, i);
+	free(t->pay);
+	t->pay = n;
+	t->pay_cap = cap;
+	return true;
+}
+
+/* Room to frame one more FPDU: a free slot, and pieces for a WQE with every SGE. The rings
+ * grow while they can; without memory framing just stays closer to TCP. */
+static bool frame_room(struct iw_txs *t)
+{
+	if (t->tail - t->head == t->f_cap && !grow_f(t))
+		return false;
+	if (t->pay_cap - (t->pay_tail - t->pay_head) < ENG_MAX_SGE && !grow_pay(t))
+		return false;
+	return true;
 }
 
 bool iw_tx_busy(const struct iw_qp *qp)
@@ -40,7 +124,7 @@ static void drop_from(struct iw_qp *qp, uint32_t from)
 	struct iw_txs *t = &qp->tx;
 
 	while (t->tail != from) {
-		struct iw_txf *f = &t->f[--t->tail % IW_TX_BATCH];
+		struct iw_txf *f = txf_at(t, --t->tail);
 
 		t->pay_tail -= f->npay;
 		t->queued -= f->len;
@@ -86,9 +170,18 @@ static bool sq_startable(const struct iw_qp *qp)
 	/* IBV_SEND_FENCE: wait for every earlier READ (verbs fence semantics, siw). */
 	if (w->fence && orq_n)
 		return false;
-	if (w->op == ENG_OP_READ && orq_n >= qp->attr.ord)
-		return false; /* ORD reached: the SQ waits, in order */
+	/* ORD reached: the SQ waits, in order. (The ORQ holds as many READs as the send ring
+	 * can have out: the second test only keeps that so.) */
+	if (w->op == ENG_OP_READ &&
+	    (orq_n >= qp->attr.ord || qp->orq_tail - qp->orq_head >= qp->orq_cap))
+		return false;
 	return true;
+}
+
+/* A message could start (start_message would pick one). */
+static bool message_due(const struct iw_qp *qp)
+{
+	return qp->tx.irq_next != qp->irq_tail || sq_startable(qp) || qp->tx.nudge_pending;
 }
 
 bool iw_tx_ready(const struct iw_qp *qp)
@@ -101,8 +194,7 @@ bool iw_tx_ready(const struct iw_qp *qp)
 		return qp->tx.term_pending || qp->sq_flush_pending;
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
-	return qp->tx.active || qp->tx.irq_next != qp->irq_tail || sq_startable(qp) ||
-	       qp->tx.nudge_pending;
+	return qp->tx.active || message_due(qp);
 }
 
 bool iw_qp_tx_pending(const struct iw_qp *qp)
@@ -162,7 +254,7 @@ static int start_sq(struct iw_qp *qp)
 		h.rreq.src_stag = w->rkey;
 		h.rreq.src_to = w->remote_addr;
 		len = 0;
-		qp->orq[qp->orq_tail % IW_MAX_ORD] = qp->sq_next;
+		qp->orq[qp->orq_tail & (qp->orq_cap - 1)] = qp->sq_next;
 		qp->orq_tail++;
 		break;
 	default:
@@ -303,7 +395,7 @@ int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len)
 
 	/* Every framed piece there, and those copied before: one new copy holds them all. */
 	for (uint32_t i = t->pay_head; i != t->pay_tail; i++) {
-		const struct eng_iov *pc = &t->pay[i & (IW_TX_PAY - 1)];
+		const struct eng_iov *pc = piece_at(t, i);
 		bool here = piece_in(pc, addr, len);
 
 		hit |= here;
@@ -316,7 +408,7 @@ int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len)
 	if (!copy)
 		return -ENOMEM;
 	for (uint32_t i = t->pay_head; i != t->pay_tail; i++) {
-		struct eng_iov *pc = &t->pay[i & (IW_TX_PAY - 1)];
+		struct eng_iov *pc = piece_at(t, i);
 
 		if (piece_in(pc, addr, len) || piece_in(pc, t->copy, t->copy_len)) {
 			memcpy(copy + have, pc->ptr, pc->len);
@@ -335,7 +427,7 @@ int iw_qp_tx_forget(struct iw_qp *qp, const void *addr, size_t len)
 static int frame(struct iw_qp *qp)
 {
 	struct iw_txs *t = &qp->tx;
-	struct iw_txf *f = &t->f[t->tail % IW_TX_BATCH];
+	struct iw_txf *f = txf_at(t, t->tail);
 	struct eng_iov pc[ENG_MAX_SGE];
 	uint32_t off = 0, n = 0, crc = 0;
 	/* On a failure below the builder has moved on, but the message is abandoned anyway
@@ -355,7 +447,7 @@ static int frame(struct iw_qp *qp)
 	f->src = t->src;
 	f->msg = t->msg;
 	for (int i = 0; i < k; i++)
-		t->pay[(t->pay_tail + (uint32_t)i) & (IW_TX_PAY - 1)] = pc[i];
+		*piece_at(t, t->pay_tail + (uint32_t)i) = pc[i];
 	t->pay_tail += (uint32_t)k;
 	if (qp->attr.crc) {
 		/* RFC 5044 6: from ULPDU_LENGTH through the pad, over the bytes where they lie. */
@@ -377,7 +469,7 @@ static int frame(struct iw_qp *qp)
 static void frame_term(struct iw_qp *qp)
 {
 	struct iw_txs *t = &qp->tx;
-	struct iw_txf *f = &t->f[t->tail % IW_TX_BATCH];
+	struct iw_txf *f = txf_at(t, t->tail);
 
 	f->hdr_len = 0;
 	f->trl_len = 0;
@@ -413,8 +505,7 @@ static bool prepare(struct iw_qp *qp)
 	}
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return t->head != t->tail;
-	while (t->tail - t->head < IW_TX_BATCH && t->queued < IW_TX_BATCH_BYTES &&
-	       IW_TX_PAY - (t->pay_tail - t->pay_head) >= ENG_MAX_SGE) {
+	while (t->queued < IW_TX_BATCH_BYTES && (t->active || message_due(qp)) && frame_room(t)) {
 		if (!t->active && !start_message(qp))
 			break;
 		if (frame(qp) < 0)
@@ -438,7 +529,7 @@ int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov
 	skip = t->sent;
 	/* Each FPDU's pieces in order: header (its ring slot), payload (MR / inline), trailer. */
 	for (uint32_t i = t->head; i != t->tail && k < max_iov; i++) {
-		struct iw_txf *f = &t->f[i % IW_TX_BATCH];
+		struct iw_txf *f = txf_at(t, i);
 
 		for (uint32_t j = 0; j < (uint32_t)f->npay + 2 && k < max_iov; j++) {
 			uint8_t *p;

@@ -446,6 +446,47 @@ static void irq_growth(void)
 	}
 }
 
+/* The outbound READ queue is sized by the send ring (3 WRs: 4 entries, whatever the ORD):
+ * rounds of READs that fill the ring wrap it many times, each response placed in its own
+ * READ's sink. */
+static void orq_small_ring(void)
+{
+	enum { SQ = 3, ROUNDS = 7, LEN = 64 };
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *amr, *bmr;
+	uint64_t id = 0;
+
+	REQUIRE(w);
+	cfg.max_send_wr = SQ;
+	cfg.attr.ird = 100;
+	cfg.attr.ord = 100;
+	iwsim_init(w, seed + 470, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 4096, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 4096, ACC_ALL);
+	sim_fill(bmr->host, 4096, 8);
+	for (int r = 0; r < ROUNDS; r++) {
+		w->tx_hold[SIM_B] = true; /* every READ of the round is out before any answer */
+		for (int i = 0; i < SQ; i++, id++)
+			REQUIRE(iwsim_post_send(w, SIM_A, id, IBV_WR_RDMA_READ, amr, id * LEN, LEN,
+						sim_va(bmr, (id * 29) % 60 * LEN), bmr->key,
+						IBV_SEND_SIGNALED, 0) == 0);
+		CHECK_EQ(iwsim_post_send(w, SIM_A, id, IBV_WR_RDMA_READ, amr, 0, LEN,
+					 sim_va(bmr, 0), bmr->key, IBV_SEND_SIGNALED, 0),
+			 -ENOMEM); /* the send ring is full */
+		iwsim_run(w, UINT64_MAX);
+		CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_read_reqs], id);
+		w->tx_hold[SIM_B] = false;
+		iwsim_run(w, UINT64_MAX);
+		for (uint64_t j = id - SQ; j < id; j++)
+			IWSIM_EXPECT_WC(w, SIM_A, j, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN);
+	}
+	for (uint64_t j = 0; j < id; j++)
+		CHECK_MEM(amr->host + j * LEN, bmr->host + (j * 29) % 60 * LEN, LEN);
+	iwsim_fini(w);
+	free(w);
+}
+
 /* Opcodes without an iWARP message, READ with more than one sink SGE, states. */
 static void posting(void)
 {
@@ -689,6 +730,79 @@ static void tx_ahead(void)
 	free(w);
 }
 
+/* The transmit rings start small and grow while framing runs ahead (IW_TX_F_FIRST,
+ * IW_TX_PAY_FIRST): twenty two-SGE Writes posted behind a half-sent one are all offered by
+ * one tx_want (the first-size rings would offer 4 FPDUs), and the bytes after the growth
+ * continue the half-sent FPDU exactly where it stopped. */
+static void tx_rings_grow(void)
+{
+	enum { N = 20, LA = 30, LB = 41 };
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct sim_mr *amr, *bmr;
+	struct iovec iov[4 * N + 8];
+	static uint8_t out[16384];
+	struct ibv_send_wr wr = {0};
+	const struct ibv_send_wr *bad;
+	struct ibv_sge sg[2];
+	size_t total = 0, used = 0;
+	struct iw_qp *qp;
+	int k;
+
+	REQUIRE(w);
+	iwsim_init(w, seed + 850, NULL);
+	qp = w->qp[SIM_A];
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 8192, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 8192, ACC_ALL);
+	sim_fill(amr->host, 8192, 21);
+	REQUIRE(iwsim_post_send(w, SIM_A, 0, IBV_WR_RDMA_WRITE, amr, 0, 100, sim_va(bmr, 0),
+				bmr->key, IBV_SEND_SIGNALED, 0) == 0);
+	k = iw_qp_tx_want(qp, 0, iov, (int)(sizeof(iov) / sizeof(iov[0])));
+	REQUIRE(k == 3); /* header, payload, trailer */
+	REQUIRE(iov[0].iov_len > 3);
+	memcpy(out, iov[0].iov_base, 3);
+	total = 3;
+	REQUIRE(iw_qp_tx_done(qp, 3) == 0); /* the head FPDU is half-sent */
+	for (int i = 1; i <= N; i++) {
+		/* Two pieces from places that differ per Write; destinations side by side. */
+		sg[0] = (struct ibv_sge){sim_va(amr, (uint64_t)(i * 97) % 4000), LA, amr->key};
+		sg[1] =
+		    (struct ibv_sge){sim_va(amr, 4096 + (uint64_t)(i * 53) % 3000), LB, amr->key};
+		wr.wr_id = (uint64_t)i;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.sg_list = sg;
+		wr.num_sge = 2;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = sim_va(bmr, 200 + (uint64_t)i * (LA + LB));
+		wr.wr.rdma.rkey = bmr->key;
+		REQUIRE(iw_qp_post_send(qp, &wr, &bad, 0) == 0);
+	}
+	k = iw_qp_tx_want(qp, 0, iov, (int)(sizeof(iov) / sizeof(iov[0])));
+	/* The rest of the first FPDU (3 pieces), then 4 per Write: all of them at once. */
+	CHECK_EQ(k, 3 + 4 * N);
+	for (int i = 0; i < k; i++) {
+		REQUIRE(total + iov[i].iov_len <= sizeof(out));
+		memcpy(out + total, iov[i].iov_base, iov[i].iov_len);
+		total += iov[i].iov_len;
+	}
+	REQUIRE(iw_qp_tx_done(qp, total - 3) == 0);
+	for (uint64_t i = 0; i <= N; i++)
+		IWSIM_EXPECT_WC(w, SIM_A, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, i ? LA + LB : 100);
+	CHECK_EQ(iw_qp_tx_want(qp, 0, iov, 8), 0);
+	CHECK_EQ(cnt(w, SIM_A)[IW_CNT_tx_fpdus], N + 1);
+	/* The peer places every byte where it belongs. */
+	CHECK_EQ(iw_qp_rx_bytes(w->qp[SIM_B], out, total, &used, 0), 0);
+	CHECK_EQ(used, total);
+	CHECK_MEM(bmr->host, amr->host, 100);
+	for (int i = 1; i <= N; i++) {
+		const uint8_t *dst = bmr->host + 200 + (size_t)i * (LA + LB);
+
+		CHECK_MEM(dst, amr->host + (i * 97) % 4000, LA);
+		CHECK_MEM(dst + LA, amr->host + 4096 + (i * 53) % 3000, LB);
+	}
+	iwsim_fini(w);
+	free(w);
+}
+
 int main(void)
 {
 	clock_t t0 = clock();
@@ -698,6 +812,8 @@ int main(void)
 	sgl();
 	ord_fence();
 	irq_growth();
+	orq_small_ring();
+	tx_rings_grow();
 	srq();
 	rtr();
 	nudge();
