@@ -198,6 +198,12 @@ for r in $(seq "$rounds"); do
 		srperf ${t}_idle "$ds" "$dc" -t lat -I "$idle" -n 2000
 		keep ${t}_idle_p50 ${t}_idle p50
 	done
+	# The floor of wlat: each side's messages taken by a thread woken on the core where the
+	# application spins (sr_floor -t wlat).
+	for P in udp tcp; do
+		floor ${P}_wlat -t wlat -P $P -n $n
+		keep ${P}_wl_p50 ${P}_wlat p50; keep ${P}_wl_p99 ${P}_wlat p99
+	done
 	pingpong udp_blk udp block; keep udp_b_p50 udp_blk p50; keep udp_b_p99 udp_blk p99
 	pingpong tcp_blk tcp block; keep tcp_b_p50 tcp_blk p50; keep tcp_b_p99 tcp_blk p99
 	# Bandwidth and CPU.
@@ -276,6 +282,13 @@ for t in roce iw; do
 	row "$P READ (rlat) p50 / SEND p50" us "$(m ${t}_rlat_p50)" "$(m ${t}_p50)" "<=" 1.5
 	row "$P READ (rlat) p99 / SEND p99" us "$(m ${t}_rlat_p99)" "$(m ${t}_p99)" "<=" 3
 done
+echo "-- the same / its floor: a thread woken per message beside a spinning one (sr_floor -t wlat)"
+info "RoCEv2 wlat p50 / UDP receiving-thread ping-pong p50" us "$(m roce_wlat_p50)" "$(m udp_wl_p50)"
+info "RoCEv2 wlat p99 / UDP receiving-thread ping-pong p99" us "$(m roce_wlat_p99)" "$(m udp_wl_p99)"
+info "iWARP wlat p50 / TCP receiving-thread ping-pong p50" us "$(m iw_wlat_p50)" "$(m tcp_wl_p50)"
+info "iWARP wlat p99 / TCP receiving-thread ping-pong p99" us "$(m iw_wlat_p99)" "$(m tcp_wl_p99)"
+info "UDP receiving-thread p50 / UDP busy ping-pong p50" us "$(m udp_wl_p50)" "$(m udp_p50)"
+info "TCP receiving-thread p50 / TCP busy ping-pong p50" us "$(m tcp_wl_p50)" "$(m tcp_p50)"
 echo "-- event-driven 100 B SEND round trip (completion channel) / blocking echo"
 row "RoCEv2 p50 / UDP blocking ping-pong" us "$(m roce_e_p50)" "$(m udp_b_p50)" "<=" 2
 info "RoCEv2 p99 / UDP blocking ping-pong" us "$(m roce_e_p99)" "$(m udp_b_p99)"

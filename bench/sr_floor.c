@@ -17,7 +17,19 @@
  *      datagrams of SEG bytes) and the server turns UDP_GRO on (the kernel hands it trains of
  *      datagrams in one recv). UDP drops what the receiver cannot take: received counts.
  * tcp: a TCP stream (TCP_NODELAY) of write()s of -m bytes (default 65536); the server reads
- *      up to 1 MiB at a time. */
+ *      up to 1 MiB at a time.
+ *
+ * -t wlat: the floor of sr_perf -t wlat (an RDMA WRITE ping-pong whose target never calls the
+ *      library: each side's packets are taken by a thread of its own, woken by the kernel,
+ *      while the application spins on memory on the same core). Each side runs a thread
+ *      blocked in recv() on the UDP or TCP socket, with the short time slice softrdma gives
+ *      its progress thread (Linux 6.12 and later), which receives each -m byte message (default
+ *      100) straight into the application's buffer and publishes it; the main thread spins until
+ *      the message is there and then sends the next one itself (the client's clock runs from its
+ *      send to the reply's arrival). -n round trips (default 20000) after a tenth as many
+ *      unmeasured; the client prints "floor proto=.. test=wlat size=.. n=.. min=.. p50=.. p99=..
+ *      p999=.. avg=.. us". What softrdma adds to this is its own work: the thread wake-ups,
+ *      and the core shared with a spinning thread, are the machine's. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,12 +38,16 @@
 #include <netinet/tcp.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +65,7 @@
 struct params {
 	int32_t tcp, gso;
 	int64_t size;
+	int32_t wlat, iters;
 };
 
 /* What the server measured. */
@@ -94,6 +111,135 @@ static struct result receive(int fd)
 	return res;
 }
 
+/* ---- -t wlat ---- */
+
+/* struct sched_attr of sched_setattr(2), which glibc 2.36 does not declare. */
+struct slice_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+	uint32_t util_min, util_max;
+};
+
+/* The receiving thread's time slice: softrdma's progress thread's (MOVER_SLICE_NS, 100 us), so
+ * that its wake-ups preempt the spinning thread as softrdma's do. Older kernels ignore it. */
+static void short_slice(void)
+{
+	struct slice_attr a = {.size = sizeof(a), .runtime = 100000};
+	syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+struct wl {
+	int fd;
+	bool tcp;
+	size_t size;
+	long total;
+	uint8_t *mem;	   /* the application's buffer: messages are received into it */
+	atomic_long seen;  /* messages received, published to the spinning thread */
+	atomic_bool broke; /* the receiver stopped early (peer gone, error) */
+};
+
+static bool recv_msg(const struct wl *w)
+{
+	size_t got = 0;
+	while (got < w->size) {
+		ssize_t r = recv(w->fd, w->mem + got, w->size - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+		if (!w->tcp)
+			return got == w->size; /* one datagram is one message */
+	}
+	return true;
+}
+
+static void *wl_receiver(void *arg)
+{
+	struct wl *w = arg;
+	short_slice();
+	for (long i = 0; i < w->total; i++) {
+		if (!recv_msg(w)) {
+			atomic_store(&w->broke, true);
+			break;
+		}
+		atomic_store_explicit(&w->seen, i + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+static void wl_send(const struct wl *w, const uint8_t *buf)
+{
+	for (size_t off = 0; off < w->size;) {
+		ssize_t r = send(w->fd, buf + off, w->size - off, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die("send");
+		off += (size_t)r;
+	}
+}
+
+/* Spins until message i has arrived (false if the receiver gave up). */
+static bool wl_wait(struct wl *w, long i)
+{
+	while (atomic_load_explicit(&w->seen, memory_order_acquire) <= i)
+		if (atomic_load_explicit(&w->broke, memory_order_relaxed))
+			return false;
+	return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Both sides: iters round trips after a tenth as many unmeasured; the client (rtt != NULL)
+ * records each. */
+static void wlat_run(int fd, const struct params *p, double *rtt)
+{
+	long warm = p->iters / 10;
+	struct wl w = {.fd = fd, .tcp = p->tcp, .size = (size_t)p->size, .total = p->iters + warm};
+	uint8_t *out = calloc(1, w.size);
+	w.mem = calloc(1, w.size);
+	pthread_t th;
+	if (!out || !w.mem)
+		die("memory");
+	if (pthread_create(&th, NULL, wl_receiver, &w) != 0)
+		die("pthread_create");
+	for (long i = 0; i < w.total; i++) {
+		double t0 = now_us();
+		if (!rtt && !wl_wait(&w, i))
+			die("the peer stopped");
+		out[w.size - 1] = (uint8_t)(i % 255 + 1);
+		wl_send(&w, out);
+		if (rtt && !wl_wait(&w, i))
+			die("the peer stopped");
+		if (rtt && i >= warm)
+			rtt[i - warm] = now_us() - t0;
+	}
+	pthread_join(th, NULL);
+	free(out);
+	free(w.mem);
+}
+
+static void print_wlat(const struct params *p, double *rtt)
+{
+	long n = p->iters;
+	double sum = 0;
+	for (long i = 0; i < n; i++)
+		sum += rtt[i];
+	qsort(rtt, (size_t)n, sizeof(*rtt), cmp_double);
+	printf("floor proto=%s test=wlat size=%lld n=%ld min=%.2f p50=%.2f p99=%.2f p999=%.2f "
+	       "avg=%.2f us\n",
+	       p->tcp ? "tcp" : "udp", (long long)p->size, n, rtt[0], rtt[n / 2], rtt[n * 99 / 100],
+	       rtt[n * 999 / 1000], sum / (double)n);
+}
+
 static int listen_on(int port, int type)
 {
 	int one = 1, fd = socket(AF_INET, type, 0);
@@ -123,13 +269,27 @@ static int server(int port)
 		if ((data = accept(ls, NULL, NULL)) < 0)
 			die("accept");
 		big_buffers(data);
+		if (p.wlat)
+			setsockopt(data, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	} else if (p.gso && setsockopt(us, IPPROTO_UDP, UDP_GRO, &one, sizeof(one))) {
 		die("UDP_GRO");
+	} else if (p.wlat) {
+		/* The client's hello names its address: the replies go there. */
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		char hello;
+		if (recvfrom(us, &hello, 1, 0, (struct sockaddr *)&from, &fl) < 0 ||
+		    connect(us, (struct sockaddr *)&from, fl) != 0)
+			die("udp hello");
 	}
 	char ok = 'k';
 	send_all(side, &ok, 1);
-	struct result res = receive(data);
-	send_all(side, &res, sizeof(res));
+	if (p.wlat) {
+		wlat_run(data, &p, NULL);
+	} else {
+		struct result res = receive(data);
+		send_all(side, &res, sizeof(res));
+	}
 	close(side);
 	close(ls);
 	close(us);
@@ -172,6 +332,22 @@ static int client(const char *host, int port, const struct params *p, double sec
 			die("UDP_SEGMENT");
 	}
 	big_buffers(data);
+	if (p->wlat) {
+		if (p->tcp)
+			setsockopt(data, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		else if (send(data, "h", 1, 0) != 1)
+			die("udp hello");
+		recv_all(side, &ok, 1);
+		double *rtt = calloc((size_t)p->iters, sizeof(double));
+		if (!rtt)
+			die("memory");
+		wlat_run(data, p, rtt);
+		print_wlat(p, rtt);
+		free(rtt);
+		close(data);
+		close(side);
+		return 0;
+	}
 	recv_all(side, &ok, 1);
 	char *buf = malloc((size_t)p->size);
 	if (!buf)
@@ -222,22 +398,37 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: sr_floor [-p port]                                          (server)\n"
 		   "       sr_floor -P udp|tcp [-p port] [-m bytes] [-g segment] [-D secs] SERVER\n"
+		   "       sr_floor -t wlat -P udp|tcp [-p port] [-m bytes] [-n round trips] SERVER\n"
 		   "  -P  udp: one send() per message; tcp: a stream of write()s (TCP_NODELAY)\n"
 		   "  -m  bytes per send (default 65536; udp at most 65507)\n"
 		   "  -g  udp: UDP_SEGMENT (GSO) with datagrams of this many bytes; the server\n"
 		   "      receives with UDP_GRO\n"
 		   "  -D  seconds to send (default 2)\n"
+		   "  -t  wlat: instead of a stream, the floor of sr_perf -t wlat: a ping-pong of\n"
+		   "      -m bytes (default 100) where each side's messages are received by a thread\n"
+		   "      blocked in recv() while the main thread spins on memory\n"
+		   "  -n  wlat: round trips (default 20000)\n"
 		   "  -p  port: TCP side channel, and the UDP or TCP data (default 18800)\n");
 }
 
 int main(int argc, char **argv)
 {
-	struct params p = {.size = 65536};
+	struct params p = {.size = 0, .iters = 20000};
 	int port = 18800, ch;
 	double secs = 2;
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
-	while ((ch = getopt_long(argc, argv, "P:p:m:g:D:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "P:p:m:g:D:t:n:h", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 't':
+			p.wlat = !strcmp(optarg, "wlat");
+			if (!p.wlat) {
+				fprintf(stderr, "sr_floor: -t wlat is the only test besides streams\n");
+				return 2;
+			}
+			break;
+		case 'n':
+			p.iters = atoi(optarg);
+			break;
 		case 'P':
 			p.tcp = !strcmp(optarg, "tcp");
 			if (!p.tcp && strcmp(optarg, "udp")) {
@@ -264,8 +455,11 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return server(port); /* the client's parameters apply */
+	if (p.size == 0)
+		p.size = p.wlat ? 100 : 65536;
 	if (p.size < 1 || p.size > (1L << 30) || (!p.tcp && p.size > 65507) || p.gso < 0 ||
-	    (p.tcp && p.gso) || secs <= 0) {
+	    (p.tcp && p.gso) || secs <= 0 || p.iters < 10 || p.iters > 10000000 ||
+	    (p.wlat && p.gso)) {
 		fprintf(stderr, "sr_floor: bad arguments (see --help)\n");
 		return 2;
 	}

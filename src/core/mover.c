@@ -91,6 +91,7 @@ void mover_init(struct mover *m)
 	/* Nobody polls yet (connections are being set up): the thread moves the packets. */
 	atomic_store_explicit(&m->who, MOVER_THREAD, memory_order_relaxed);
 	m->nap = MOVER_GRACE_NS;
+	m->idle_max = MOVER_IDLE_MAX;
 }
 
 /* struct sched_attr of sched_setattr(2), which glibc 2.36 does not declare. */
@@ -172,7 +173,7 @@ static bool app_polling(const struct mover *m)
 
 static void app_served(struct mover *m)
 {
-	if (++m->idle >= MOVER_IDLE_MAX)
+	if (++m->idle >= m->idle_max)
 		set_who(m, MOVER_APP);
 }
 
@@ -222,6 +223,12 @@ void mover_passed(struct mover *m, bool on_io, bool waited, bool did)
 		 * waits for them elsewhere (on memory): its next looks come sooner (mover.h). */
 		m->took_over = false;
 		atomic_store_explicit(&m->left_waiting, did, memory_order_relaxed);
+		/* And the next hand-back waits for longer evidence, or for shorter again. */
+		if (did)
+			m->idle_max = m->idle_max * 2 > MOVER_IDLE_MAX_MAX ? MOVER_IDLE_MAX_MAX
+									   : m->idle_max * 2;
+		else if (m->idle_max / 2 >= MOVER_IDLE_MAX)
+			m->idle_max /= 2;
 	}
 	if (mover_who(m) == MOVER_APP || (!on_io && !waited))
 		return; /* a timer: says nothing about who reads the sockets */

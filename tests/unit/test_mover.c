@@ -32,12 +32,12 @@ static void io_wake(struct mover *m, uint64_t t, uint64_t app)
 	mover_passed(m, true, false, true);
 }
 
-/* MOVER_IDLE_MAX wake-ups 10 us apart, from t on, each for packets the application (which
- * polled 1 us before) was polling for: the application has the packets back. Returns the
- * time after the last. */
+/* The wake-ups a hand-back needs now (MOVER_IDLE_MAX at first), 10 us apart, from t on, each
+ * for packets the application (which polled 1 us before) was polling for: the application has
+ * the packets back. Returns the time after the last. */
 static uint64_t served_until_app(struct mover *m, uint64_t t)
 {
-	for (unsigned i = 0; i < MOVER_IDLE_MAX; i++, t += 10 * US)
+	for (unsigned i = 0, n = m->idle_max; i < n; i++, t += 10 * US)
 		io_wake(m, t, t - 1 * US);
 	CHECK_EQ(mover_who(m), MOVER_APP);
 	return t;
@@ -123,6 +123,42 @@ static void write_target_keeps_thread(void)
 /* A wake-up for a packet the application read first never reaches the thread: while the
  * application polls, the thread checks back every MOVER_GRACE_NS and finding it polling, with
  * nothing for the thread, counts as the application's doing. */
+/* Handing the packets back and then finding them left waiting at the next take-over (an RDMA
+ * WRITE target that polls for its completion and then spins on memory: each such round trip
+ * waits for a look) doubles the wake-ups the next hand-back needs, up to MOVER_IDLE_MAX_MAX;
+ * a take-over that finds nothing waiting (the application computes) halves them again. */
+static void hand_back_needs_more_after_waiting(void)
+{
+	struct mover m;
+	mover_init(&m);
+	uint64_t t = 1000 * US;
+	unsigned need = MOVER_IDLE_MAX;
+	for (int round = 0; round < 16; round++) {
+		bool waiting = round < 8;
+		for (unsigned i = 0; i + 1 < need; i++, t += 10 * US)
+			io_wake(&m, t, t - 1 * US);
+		CHECK_EQ(mover_who(&m), MOVER_THREAD); /* one short */
+		io_wake(&m, t, t - 1 * US);
+		CHECK_EQ(mover_who(&m), MOVER_APP);
+		/* It stops calling; the look takes over. */
+		mover_note_app(&m, t);
+		t += MOVER_GRACE_NS + 1;
+		CHECK(mover_woke(&m, t, false, UINT64_MAX));
+		CHECK_EQ(mover_who(&m), MOVER_THREAD);
+		mover_passed(&m, false, false, waiting);
+		if (waiting)
+			need = need * 2 > MOVER_IDLE_MAX_MAX ? MOVER_IDLE_MAX_MAX : need * 2;
+		else if (need / 2 >= MOVER_IDLE_MAX)
+			need /= 2;
+		CHECK_EQ(m.idle_max, need);
+		if (round == 7)
+			CHECK_EQ(need, MOVER_IDLE_MAX_MAX);
+		t += 1000 * US;
+	}
+	CHECK_EQ(need, MOVER_IDLE_MAX);
+	CHECK_EQ(m.n[MOVER_CNT_to_app], 16);
+}
+
 static void timeouts_while_app_polls(void)
 {
 	struct mover m;
@@ -359,6 +395,7 @@ static void deadman(void)
 		CHECK_EQ(atomic_load(&m.look_at), t + MOVER_DEADMAN_NS);
 		mover_deadman_fired(&m);
 		CHECK(mover_woke(&m, t + MOVER_DEADMAN_NS, false, UINT64_MAX));
+		mover_passed(&m, false, false, false); /* the take-over's pass: nothing waiting */
 		t += MOVER_DEADMAN_NS;
 	}
 	/* Back in APP: a look that finds it still calling (inside a long poll) arms the next
@@ -393,6 +430,7 @@ int main(void)
 	app_going_away_is_taken_over();
 	write_target_keeps_thread();
 	timeouts_while_app_polls();
+	hand_back_needs_more_after_waiting();
 	blocking_app_kicks_only_in_app();
 	lock_and_timers();
 	deadman();
