@@ -12,6 +12,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int *fds;
 static size_t nfds, cap;
+static struct io_forkdrop_node *nodes;
 
 static void prepare(void)
 {
@@ -25,12 +26,16 @@ static void parent(void)
 
 static void child(void)
 {
-	int nul = nfds ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1;
+	int nul = nfds || nodes ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1;
 	for (size_t i = 0; i < nfds && nul >= 0; i++)
 		dup3(nul, fds[i], O_CLOEXEC);
+	for (struct io_forkdrop_node *n = nodes; n && nul >= 0; n = n->next)
+		dup3(nul, *n->fd, O_CLOEXEC);
 	if (nul >= 0)
 		close(nul);
-	nfds = 0; /* the child's numbers are /dev/null now: nothing to drop at its forks */
+	/* The child's array numbers are /dev/null now: nothing to drop at its forks. Its nodes
+	 * stay listed (their objects release them when the child closes them). */
+	nfds = 0;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -69,5 +74,27 @@ void io_forkdrop_remove(int fd)
 			break;
 		}
 	}
+	pthread_mutex_unlock(&lock);
+}
+
+void io_forkdrop_hold(struct io_forkdrop_node *n, int *fd)
+{
+	pthread_once(&once, reg);
+	n->fd = fd;
+	pthread_mutex_lock(&lock);
+	n->next = nodes;
+	n->prev = &nodes;
+	if (nodes)
+		nodes->prev = &n->next;
+	nodes = n;
+	pthread_mutex_unlock(&lock);
+}
+
+void io_forkdrop_release(struct io_forkdrop_node *n)
+{
+	pthread_mutex_lock(&lock);
+	*n->prev = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
 	pthread_mutex_unlock(&lock);
 }

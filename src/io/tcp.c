@@ -19,25 +19,21 @@
 #include <unistd.h>
 
 #include "io/fault.h"
+#include "io/forkdrop.h"
 
 /* The most entries of an iovec clipped by a fault: beyond them a call hands over (or takes)
  * fewer bytes, which the contract allows (a partial write, a short read). */
 #define FAULT_IOV 64
 
-/* Every socket of the process's listeners and connections is on one list (the `held`
- * fields), for a fork's child: at the fork, /dev/null takes the place of each (fork_child), so
- * that the child's copies do not keep the parent's listener in its SO_REUSEPORT group, or its
- * connections open, after the parent closed them or ended (the peer would wait for a FIN, and
- * connections for the group would land in a socket nobody accepts from). The descriptor
- * numbers stay taken until the child's close; every call on them then fails (ENOTSOCK). */
-struct held {
-	int *fd;
-	struct held *next, **prev;
-};
-
+/* Every socket of the process's listeners and connections is held for a fork's child
+ * (io/forkdrop.h): at the fork, /dev/null takes the place of each, so that the child's copies
+ * do not keep the parent's listener in its SO_REUSEPORT group, or its connections open, after
+ * the parent closed them or ended (the peer would wait for a FIN, and connections for the
+ * group would land in a socket nobody accepts from). The descriptor numbers stay taken until
+ * the child's close; every call on them then fails (ENOTSOCK). */
 struct io_tcp_listener {
 	int fd;
-	struct held held;
+	struct io_forkdrop_node held;
 	uint16_t port;
 	struct io_tcp_opts opts; /* applied to every accepted connection */
 	_Atomic uint64_t cnt[IO_TCP_NCOUNTERS];
@@ -45,7 +41,7 @@ struct io_tcp_listener {
 
 struct io_tcp_conn {
 	int fd;
-	struct held held;
+	struct io_forkdrop_node held;
 	/* tx side (io_tcp_connect_done is a tx-side call) */
 	bool connected;
 	int conn_err; /* sticky connect failure, negative errno; 0 none */
@@ -65,59 +61,6 @@ static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 static uint64_t fault_reset_at;
 static uint32_t fault_chunk, fault_rx_chunk;
 static _Atomic uint64_t fault_total[IO_TCP_NCOUNTERS]; /* io_tcp_fault_totals */
-
-static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct held *held_list;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void fork_prepare(void)
-{
-	pthread_mutex_lock(&held_lock);
-}
-
-static void fork_parent(void)
-{
-	pthread_mutex_unlock(&held_lock);
-}
-
-static void fork_child(void)
-{
-	int nul = held_list ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1;
-	for (struct held *h = held_list; h && nul >= 0; h = h->next)
-		dup3(nul, *h->fd, O_CLOEXEC);
-	if (nul >= 0)
-		close(nul);
-	pthread_mutex_unlock(&held_lock);
-}
-
-static void fork_register(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-
-static void hold(struct held *h, int *fd)
-{
-	pthread_once(&fork_once, fork_register);
-	h->fd = fd;
-	pthread_mutex_lock(&held_lock);
-	h->next = held_list;
-	h->prev = &held_list;
-	if (held_list)
-		held_list->prev = &h->next;
-	held_list = h;
-	pthread_mutex_unlock(&held_lock);
-}
-
-/* Before the descriptor is closed (a number closed while held would be clobbered at the
- * next fork). */
-static void unhold(struct held *h)
-{
-	pthread_mutex_lock(&held_lock);
-	*h->prev = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	pthread_mutex_unlock(&held_lock);
-}
 
 static const char *const counter_names[] = {
 #define X_NAME(name, desc) #name,
@@ -291,7 +234,7 @@ static struct io_tcp_conn *conn_new(int fd, bool connected)
 		return NULL;
 	c->fd = fd;
 	c->connected = connected;
-	hold(&c->held, &c->fd);
+	io_forkdrop_hold(&c->held, &c->fd);
 	pthread_once(&fault_once, fault_load);
 	c->f_reset_at = fault_reset_at;
 	c->f_chunk = fault_chunk;
@@ -343,7 +286,7 @@ int io_tcp_listen(const uint8_t addr[16], uint16_t port, int backlog,
 	}
 	from_sockaddr(&ss, NULL, &l->port);
 	l->fd = fd;
-	hold(&l->held, &l->fd);
+	io_forkdrop_hold(&l->held, &l->fd);
 	*out = l;
 	return 0;
 
@@ -358,7 +301,7 @@ void io_tcp_listener_close(struct io_tcp_listener *l)
 {
 	if (!l)
 		return;
-	unhold(&l->held);
+	io_forkdrop_release(&l->held);
 	close(l->fd);
 	free(l);
 }
@@ -724,7 +667,7 @@ void io_tcp_close(struct io_tcp_conn *c)
 {
 	if (!c)
 		return;
-	unhold(&c->held);
+	io_forkdrop_release(&c->held);
 	close(c->fd);
 	free(c);
 }
@@ -737,7 +680,7 @@ void io_tcp_abort(struct io_tcp_conn *c)
 		return;
 	/* RFC 793 abort: with a zero linger time close() sends RST instead of FIN. */
 	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	unhold(&c->held);
+	io_forkdrop_release(&c->held);
 	close(c->fd);
 	free(c);
 }
