@@ -520,6 +520,11 @@ static inline struct eng_qp *iw_env_qp(struct iw_qp *qp)
 }
 
 /* iw_qp.c */
+/* Doubles a ring of *cap entries of esz bytes each (a power of two; 0: none yet, and it gets
+ * first entries), keeping each entry of [head, tail) at its free-running index i, which lives
+ * at i & (cap - 1). The old ring is freed. 0, or -ENOMEM with the ring unchanged. */
+int iw_ring_grow(void **ring, uint32_t *cap, uint32_t first, size_t esz, uint32_t head,
+		 uint32_t tail);
 /* A protocol error found locally: queues the Terminate for err (negative iw_err or
  * iw_local_err; raw/raw_len: the offending header from ULPDU_LENGTH on, may be NULL), moves
  * to ERR (flushing), raises the event. Returns -EPROTO. */

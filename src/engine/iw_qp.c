@@ -468,6 +468,23 @@ int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
 	return 0;
 }
 
+int iw_ring_grow(void **ring, uint32_t *cap, uint32_t first, size_t esz, uint32_t head,
+		 uint32_t tail)
+{
+	uint32_t ncap = *cap ? 2 * *cap : first;
+	uint8_t *n = malloc((size_t)ncap * esz);
+	const uint8_t *o = *ring;
+
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = head; i != tail; i++)
+		memcpy(n + (size_t)(i & (ncap - 1)) * esz, o + (size_t)(i & (*cap - 1)) * esz, esz);
+	free(*ring);
+	*ring = n;
+	*cap = ncap;
+	return 0;
+}
+
 /* ---- posting ---- */
 
 /* The outbound READ queue, at the first READ posted: no more READs can be out than the send

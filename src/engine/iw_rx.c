@@ -176,22 +176,8 @@ static int hdr_send(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 	return 0;
 }
 
-/* Doubles the inbound Read Request ring (the first request: room for IRQ_FIRST), keeping each
- * queued entry at its free-running index. 0 or -ENOMEM. */
+/* The inbound Read Request ring's first size (at the first request). */
 #define IRQ_FIRST 4u
-static int irq_grow(struct iw_qp *qp)
-{
-	uint32_t cap = qp->irq_cap ? 2 * qp->irq_cap : IRQ_FIRST;
-	struct iw_irqe *n = malloc(cap * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	for (uint32_t i = qp->irq_head; i != qp->irq_tail; i++)
-		n[i & (cap - 1)] = *iw_irq_at(qp, i);
-	free(qp->irq);
-	qp->irq = n;
-	qp->irq_cap = cap;
-	return 0;
-}
 
 static int hdr_rreq(struct iw_qp *qp, const struct iw_hdr *h, const uint8_t *raw, size_t raw_len)
 {
@@ -207,7 +193,9 @@ static int hdr_rreq(struct iw_qp *qp, const struct iw_hdr *h, const uint8_t *raw
 	/* IRD: siw answers an IRQ overflow with RDMAP catastrophic (stream). */
 	if (qp->irq_tail - qp->irq_head >= qp->attr.ird)
 		return -IW_E_RO_STREAM;
-	if (qp->irq_tail - qp->irq_head == qp->irq_cap && irq_grow(qp) < 0)
+	if (qp->irq_tail - qp->irq_head == qp->irq_cap &&
+	    iw_ring_grow((void **)&qp->irq, &qp->irq_cap, IRQ_FIRST, sizeof(*qp->irq), qp->irq_head,
+			 qp->irq_tail) < 0)
 		return -IW_E_RO_STREAM; /* no memory for a request within the IRD: as siw's */
 	if (q->size) {
 		if (to_wraps(q->src_to, q->size))

@@ -17,14 +17,12 @@ int iw_tx_rings_init(struct iw_qp *qp)
 {
 	struct iw_txs *t = &qp->tx;
 
-	t->f = malloc(IW_TX_F_FIRST * sizeof(*t->f));
-	t->pay = malloc(IW_TX_PAY_FIRST * sizeof(*t->pay));
-	if (!t->f || !t->pay) {
+	if (iw_ring_grow((void **)&t->f, &t->f_cap, IW_TX_F_FIRST, sizeof(*t->f), 0, 0) < 0 ||
+	    iw_ring_grow((void **)&t->pay, &t->pay_cap, IW_TX_PAY_FIRST, sizeof(*t->pay), 0, 0) <
+		0) {
 		iw_tx_rings_fini(qp);
 		return -ENOMEM;
 	}
-	t->f_cap = IW_TX_F_FIRST;
-	t->pay_cap = IW_TX_PAY_FIRST;
 	return 0;
 }
 
@@ -71,44 +69,18 @@ static struct eng_iov *txf_piece(struct iw_qp *qp, const struct iw_txf *f, uint3
 	return piece_at(&qp->tx, f->pay + i);
 }
 
-/* Doubles the FPDU ring, keeping each entry at its free-running index. */
-static bool grow_f(struct iw_txs *t)
-{
-	uint32_t cap = 2 * t->f_cap;
-	struct iw_txf *n = cap <= IW_TX_BATCH ? malloc(cap * sizeof(*n)) : NULL;
-
-	if (!n)
-		return false;
-	for (uint32_t i = t->head; i != t->tail; i++)
-		n[i & (cap - 1)] = *txf_at(t, i);
-	free(t->f);
-	t->f = n;
-	t->f_cap = cap;
-	return true;
-}
-
-static bool grow_pay(struct iw_txs *t)
-{
-	uint32_t cap = 2 * t->pay_cap;
-	struct eng_iov *n = cap <= IW_TX_PAY ? malloc(cap * sizeof(*n)) : NULL;
-
-	if (!n)
-		return false;
-	for (uint32_t i = t->pay_head; i != t->pay_tail; i++)
-		n[i & (cap - 1)] = *piece_at(t, i);
-	free(t->pay);
-	t->pay = n;
-	t->pay_cap = cap;
-	return true;
-}
-
 /* Room to frame one more FPDU: a free slot, and pieces for a WQE with every SGE. The rings
  * grow while they can; without memory framing just stays closer to TCP. */
 static bool frame_room(struct iw_txs *t)
 {
-	if (t->tail - t->head == t->f_cap && !grow_f(t))
+	if (t->tail - t->head == t->f_cap &&
+	    (t->f_cap == IW_TX_BATCH || iw_ring_grow((void **)&t->f, &t->f_cap, IW_TX_F_FIRST,
+						     sizeof(*t->f), t->head, t->tail) < 0))
 		return false;
-	if (t->pay_cap - (t->pay_tail - t->pay_head) < ENG_MAX_SGE && !grow_pay(t))
+	if (t->pay_cap - (t->pay_tail - t->pay_head) < ENG_MAX_SGE &&
+	    (t->pay_cap == IW_TX_PAY ||
+	     iw_ring_grow((void **)&t->pay, &t->pay_cap, IW_TX_PAY_FIRST, sizeof(*t->pay),
+			  t->pay_head, t->pay_tail) < 0))
 		return false;
 	return true;
 }
