@@ -396,19 +396,20 @@ static int client(const char *host, int port, const struct params *p, double sec
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: sr_floor [-p port]                                          (server)\n"
-		   "       sr_floor -P udp|tcp [-p port] [-m bytes] [-g segment] [-D secs] SERVER\n"
-		   "       sr_floor -t wlat -P udp|tcp [-p port] [-m bytes] [-n round trips] SERVER\n"
-		   "  -P  udp: one send() per message; tcp: a stream of write()s (TCP_NODELAY)\n"
-		   "  -m  bytes per send (default 65536; udp at most 65507)\n"
-		   "  -g  udp: UDP_SEGMENT (GSO) with datagrams of this many bytes; the server\n"
-		   "      receives with UDP_GRO\n"
-		   "  -D  seconds to send (default 2)\n"
-		   "  -t  wlat: instead of a stream, the floor of sr_perf -t wlat: a ping-pong of\n"
-		   "      -m bytes (default 100) where each side's messages are received by a thread\n"
-		   "      blocked in recv() while the main thread spins on memory\n"
-		   "  -n  wlat: round trips (default 20000)\n"
-		   "  -p  port: TCP side channel, and the UDP or TCP data (default 18800)\n");
+	fprintf(f,
+		"usage: sr_floor [-p port]                                          (server)\n"
+		"       sr_floor -P udp|tcp [-p port] [-m bytes] [-g segment] [-D secs] SERVER\n"
+		"       sr_floor -t wlat -P udp|tcp [-p port] [-m bytes] [-n round trips] SERVER\n"
+		"  -P  udp: one send() per message; tcp: a stream of write()s (TCP_NODELAY)\n"
+		"  -m  bytes per send (default 65536; udp at most 65507)\n"
+		"  -g  udp: UDP_SEGMENT (GSO) with datagrams of this many bytes; the server\n"
+		"      receives with UDP_GRO\n"
+		"  -D  seconds to send (default 2)\n"
+		"  -t  wlat: instead of a stream, the floor of sr_perf -t wlat: a ping-pong of\n"
+		"      -m bytes (default 100) where each side's messages are received by a thread\n"
+		"      blocked in recv() while the main thread spins on memory\n"
+		"  -n  wlat: round trips (default 20000)\n"
+		"  -p  port: TCP side channel, and the UDP or TCP data (default 18800)\n");
 }
 
 int main(int argc, char **argv)
@@ -422,7 +423,8 @@ int main(int argc, char **argv)
 		case 't':
 			p.wlat = !strcmp(optarg, "wlat");
 			if (!p.wlat) {
-				fprintf(stderr, "sr_floor: -t wlat is the only test besides streams\n");
+				fprintf(stderr,
+					"sr_floor: -t wlat is the only test besides streams\n");
 				return 2;
 			}
 			break;
