@@ -48,6 +48,9 @@ int core_ctx_create(const struct core_config *cfg, struct core_ctx **out);
  * program holds UDP port 4791 on that address). */
 int core_start(struct core_ctx *c, char *err, size_t errlen);
 bool core_started(const struct core_ctx *c);
+/* SOFTRDMA_PROGRESS_THREAD=0 (core_config.no_thread): no progress thread, for the iWARP
+ * connections either. */
+bool core_no_thread(const struct core_ctx *c);
 void core_ctx_destroy(struct core_ctx *c);
 
 void core_lock(struct core_ctx *c);

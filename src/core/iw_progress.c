@@ -795,10 +795,12 @@ static void *iwp_main(void *arg)
 	return NULL;
 }
 
-/* Under the lock: the epoll set and the thread, at the first connection. */
+/* Under the lock: the epoll set and the thread, at the first connection. Without a progress
+ * thread (SOFTRDMA_PROGRESS_THREAD=0) the epoll set alone: only the application's calls move
+ * the bytes, and a connection's end is not delayed (iwp_qp_detach: no lingering). */
 int iwp_start_thread(struct iwp *p)
 {
-	if (p->has_thread)
+	if (p->has_thread || p->epfd >= 0)
 		return 0;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -807,6 +809,8 @@ int iwp_start_thread(struct iwp *p)
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = p};
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->kickfd, &e) != 0)
 		goto fail;
+	if (core_no_thread(p->core))
+		return 0;
 	mover_deadman_open(&p->mv); /* -1: looks by time-out */
 	if (pthread_create(&p->thread, NULL, iwp_main, p) != 0) {
 		errno = EAGAIN;

@@ -1315,6 +1315,11 @@ bool core_started(const struct core_ctx *c)
 	return c->io != NULL;
 }
 
+bool core_no_thread(const struct core_ctx *c)
+{
+	return c->cfg.no_thread;
+}
+
 /* Why the RoCE port could not be opened, in words that name who holds it and the way out. */
 static void port_error(char *err, size_t errlen, int ret, const uint8_t addr[16], uint16_t port)
 {

@@ -595,7 +595,8 @@ static void pipelined_posts(struct side *a, struct side *b)
 					"every round (a loaded machine); deferral not checked");
 }
 
-/* --no-thread (SOFTRDMA_PROGRESS_THREAD=0): only calls into the library move packets. A
+/* --no-thread (SOFTRDMA_PROGRESS_THREAD=0, RoCE and iWARP): only calls into the library move
+ * packets (no progress thread makes a pass). A
  * receiver that takes its message and then calls nothing more (it exits, or waits on another
  * channel, as sr_perf's last round trip does) must have acknowledged it already: with no
  * thread to send a deferred ACK, the sender's completion would wait for a call that never
@@ -620,6 +621,10 @@ static void without_thread(struct ibv_device *dev, unsigned access)
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.wr_id, 20 + i);
 	}
+	/* And no thread made a pass: the calls moved everything (iWARP too). */
+	const char *passes = iw ? "iw_mover_passes" : "mover_passes";
+	CHECK_EQ(softrdma_counter(a.ctx, NULL, passes), 0);
+	CHECK_EQ(softrdma_counter(b.ctx, NULL, passes), 0);
 	side_close(&a);
 	side_close(&b);
 }
@@ -718,10 +723,7 @@ int main(int argc, char **argv)
 	const unsigned all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	if (no_thread) {
-		if (iw)
-			note("--no-thread", "skipped: iWARP connections always have their thread");
-		else
-			without_thread(dev, all);
+		without_thread(dev, all);
 		ibv_free_device_list(list);
 		return check_exit();
 	}
