@@ -9,7 +9,6 @@
 #include "engine/iw_eng.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine/eng_int.h"

@@ -69,22 +69,6 @@ static struct eng_iov *txf_piece(struct iw_qp *qp, const struct iw_txf *f, uint3
 	return piece_at(&qp->tx, f->pay + i);
 }
 
-/* Room to frame one more FPDU: a free slot, and pieces for a WQE with every SGE. The rings
- * grow while they can; without memory framing just stays closer to TCP. */
-static bool frame_room(struct iw_txs *t)
-{
-	if (t->tail - t->head == t->f_cap &&
-	    (t->f_cap == IW_TX_BATCH || iw_ring_grow((void **)&t->f, &t->f_cap, IW_TX_F_FIRST,
-						     sizeof(*t->f), t->head, t->tail) < 0))
-		return false;
-	if (t->pay_cap - (t->pay_tail - t->pay_head) < ENG_MAX_SGE &&
-	    (t->pay_cap == IW_TX_PAY ||
-	     iw_ring_grow((void **)&t->pay, &t->pay_cap, IW_TX_PAY_FIRST, sizeof(*t->pay),
-			  t->pay_head, t->pay_tail) < 0))
-		return false;
-	return true;
-}
-
 bool iw_tx_busy(const struct iw_qp *qp)
 {
 	return qp->tx.active || qp->tx.head != qp->tx.tail;
@@ -257,6 +241,30 @@ static int start_nudge(struct iw_qp *qp)
 	qp->tx.src = IW_TX_NUDGE;
 	qp->tx.active = true;
 	return 0;
+}
+
+/* Room to frame one more FPDU: a free slot, and pieces for a WQE with every SGE. Full rings
+ * grow, but only when there is something to frame (an idle QP keeps the first size), and while
+ * they can; without memory framing just stays closer to TCP. */
+static bool frame_room(struct iw_qp *qp)
+{
+	struct iw_txs *t = &qp->tx;
+	bool f_full = t->tail - t->head == t->f_cap;
+	bool pay_short = t->pay_cap - (t->pay_tail - t->pay_head) < ENG_MAX_SGE;
+
+	if (!f_full && !pay_short)
+		return true;
+	if (!t->active && !message_due(qp))
+		return false;
+	if (f_full &&
+	    (t->f_cap == IW_TX_BATCH || iw_ring_grow((void **)&t->f, &t->f_cap, IW_TX_F_FIRST,
+						     sizeof(*t->f), t->head, t->tail) < 0))
+		return false;
+	if (pay_short && (t->pay_cap == IW_TX_PAY ||
+			  iw_ring_grow((void **)&t->pay, &t->pay_cap, IW_TX_PAY_FIRST,
+				       sizeof(*t->pay), t->pay_head, t->pay_tail) < 0))
+		return false;
+	return true;
 }
 
 /* Picks the next message (siw_activate_tx): Read Responses first, but at most
@@ -477,7 +485,7 @@ static bool prepare(struct iw_qp *qp)
 	}
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return t->head != t->tail;
-	while (t->queued < IW_TX_BATCH_BYTES && (t->active || message_due(qp)) && frame_room(t)) {
+	while (t->queued < IW_TX_BATCH_BYTES && frame_room(qp)) {
 		if (!t->active && !start_message(qp))
 			break;
 		if (frame(qp) < 0)
