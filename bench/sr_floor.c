@@ -47,10 +47,10 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/mover.h"
 #include "lib/bench.h"
 
 #ifndef UDP_SEGMENT
@@ -113,24 +113,6 @@ static struct result receive(int fd)
 
 /* ---- -t wlat ---- */
 
-/* struct sched_attr of sched_setattr(2), which glibc 2.36 does not declare. */
-struct slice_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-	uint32_t util_min, util_max;
-};
-
-/* The receiving thread's time slice: softrdma's progress thread's (MOVER_SLICE_NS, 100 us), so
- * that its wake-ups preempt the spinning thread as softrdma's do. Older kernels ignore it. */
-static void short_slice(void)
-{
-	struct slice_attr a = {.size = sizeof(a), .runtime = 100000};
-	syscall(SYS_sched_setattr, 0, &a, 0);
-}
-
 struct wl {
 	int fd;
 	bool tcp;
@@ -160,7 +142,9 @@ static bool recv_msg(const struct wl *w)
 static void *wl_receiver(void *arg)
 {
 	struct wl *w = arg;
-	short_slice();
+	/* As softrdma sets up its progress thread: its short time slice (its wake-ups preempt
+	 * the spinning thread where the kernel allows), its timer slack. */
+	mover_thread_setup();
 	for (long i = 0; i < w->total; i++) {
 		if (!recv_msg(w)) {
 			atomic_store(&w->broke, true);

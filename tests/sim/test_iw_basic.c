@@ -666,6 +666,18 @@ static void nudge(void)
 	free(w);
 }
 
+/* Appends the bytes of iov[0..k) to out[0..cap) after its first `total`; returns the new
+ * total. */
+static size_t gather(uint8_t *out, size_t cap, size_t total, const struct iovec *iov, int k)
+{
+	for (int i = 0; i < k; i++) {
+		REQUIRE(total + iov[i].iov_len <= cap);
+		memcpy(out + total, iov[i].iov_base, iov[i].iov_len);
+		total += iov[i].iov_len;
+	}
+	return total;
+}
+
 /* Framing runs ahead of TCP (IW_TX_BATCH): one tx_want hands out the FPDUs of several
  * messages, and a WR completes when TCP has taken its last byte, not when it was framed; a
  * partial write resumes inside the FPDU where it stopped. */
@@ -694,11 +706,7 @@ static void tx_ahead(void)
 				bmr->key, IBV_SEND_SIGNALED, 0) == 0);
 	k = iw_qp_tx_want(qp, 0, iov, IW_TX_BATCH_IOV);
 	REQUIRE(k > 0);
-	for (int i = 0; i < k; i++) {
-		REQUIRE(total + iov[i].iov_len <= sizeof(out));
-		memcpy(out + total, iov[i].iov_base, iov[i].iov_len);
-		total += iov[i].iov_len;
-	}
+	total = gather(out, sizeof(out), total, iov, k);
 	/* Every message in one batch: three one-FPDU Writes, then the 5000-byte one. */
 	first = iw_fpdu_len((uint32_t)(out[0] << 8 | out[1]));
 	CHECK_EQ(total, 3 * first + iw_fpdu_len(IW_DDP_TAGGED_HDR_LEN + 5000 % room) +
@@ -779,11 +787,7 @@ static void tx_rings_grow(void)
 	k = iw_qp_tx_want(qp, 0, iov, (int)(sizeof(iov) / sizeof(iov[0])));
 	/* The rest of the first FPDU (3 pieces), then 4 per Write: all of them at once. */
 	CHECK_EQ(k, 3 + 4 * N);
-	for (int i = 0; i < k; i++) {
-		REQUIRE(total + iov[i].iov_len <= sizeof(out));
-		memcpy(out + total, iov[i].iov_base, iov[i].iov_len);
-		total += iov[i].iov_len;
-	}
+	total = gather(out, sizeof(out), total, iov, k);
 	REQUIRE(iw_qp_tx_done(qp, total - 3) == 0);
 	for (uint64_t i = 0; i <= N; i++)
 		IWSIM_EXPECT_WC(w, SIM_A, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, i ? LA + LB : 100);
