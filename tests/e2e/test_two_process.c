@@ -90,14 +90,38 @@ struct side {
 	enum ibv_mtu mtu;
 };
 
+static pid_t child_pid; /* in the parent, the child of the running start() */
+
+/* How the child ended, when the parent finds it gone. */
+static void report_child(void)
+{
+	int status;
+	if (child_pid <= 0 || waitpid(child_pid, &status, 0) != child_pid)
+		return;
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "child %d was killed by signal %d\n", (int)child_pid,
+			WTERMSIG(status));
+	else if (WIFEXITED(status))
+		fprintf(stderr, "child %d exited with status %d\n", (int)child_pid,
+			WEXITSTATUS(status));
+}
+
 static void xfer(int fd, const void *out, size_t outlen, void *in, size_t inlen)
 {
-	if (out && write(fd, out, outlen) != (ssize_t)outlen)
+	if (out && write(fd, out, outlen) != (ssize_t)outlen) {
+		fprintf(stderr, "pid %d: the other process is gone (write: %s)\n", (int)getpid(),
+			strerror(errno));
+		report_child();
 		_exit(90);
+	}
 	for (size_t got = 0; in && got < inlen;) {
 		ssize_t r = read(fd, (char *)in + got, inlen - got);
-		if (r <= 0)
+		if (r <= 0) {
+			fprintf(stderr, "pid %d: the other process is gone (read: %s)\n",
+				(int)getpid(), r ? strerror(errno) : "end of file");
+			report_child();
 			_exit(91);
+		}
 		got += (size_t)r;
 	}
 }
@@ -144,9 +168,12 @@ static int side_connect(struct side *s, const struct endpoint *peer, const struc
 				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
 						   IBV_ACCESS_REMOTE_READ |
 						   IBV_ACCESS_REMOTE_ATOMIC};
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	int r = ibv_modify_qp(s->qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (r) {
+		fprintf(stderr, "pid %d: modify_qp to INIT: %s\n", (int)getpid(), strerror(r));
 		return -1;
+	}
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = s->mtu;
@@ -159,21 +186,27 @@ static int side_connect(struct side *s, const struct endpoint *peer, const struc
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.grh.sgid_index = (uint8_t)s->gid_index;
 	a.ah_attr.grh.dgid = peer->gid;
-	if (ibv_modify_qp(s->qp, &a,
+	r = ibv_modify_qp(s->qp, &a,
 			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (r) {
+		fprintf(stderr, "pid %d: modify_qp to RTR: %s\n", (int)getpid(), strerror(r));
 		return -1;
+	}
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = p->timeout;
 	a.retry_cnt = p->retry_cnt;
 	a.rnr_retry = p->rnr_retry;
 	a.sq_psn = 0x800000;
 	a.max_rd_atomic = 4;
-	return ibv_modify_qp(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
-		   ? -1
-		   : 0;
+	r = ibv_modify_qp(s->qp, &a,
+			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (r) {
+		fprintf(stderr, "pid %d: modify_qp to RTS: %s\n", (int)getpid(), strerror(r));
+		return -1;
+	}
+	return 0;
 }
 
 static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
@@ -248,16 +281,25 @@ static int post_recv(struct side *s, uint64_t off, uint32_t len, uint64_t wr_id)
 static void child_main(int fd, uint8_t *buf, const struct params *p)
 {
 	struct side s;
-	if (side_open(&s, buf, p->mr_access) < 0)
+	if (side_open(&s, buf, p->mr_access) < 0) {
+		fprintf(stderr, "child: opening the device and QP failed: %s\n", strerror(errno));
 		_exit(80);
+	}
 	struct endpoint me = {.qpn = s.qp->qp_num,
 			      .rkey = s.mr->rkey,
 			      .addr = (uintptr_t)buf,
 			      .gid = s.gid},
 			peer;
 	xfer(fd, &me, sizeof(me), &peer, sizeof(peer));
-	if (side_connect(&s, &peer, p) < 0)
+	if (side_connect(&s, &peer, p) < 0) {
+		fprintf(stderr, "child: connecting the QP failed\n");
 		_exit(81);
+	}
+	/* In RTS: the parent sends nothing before it hears so. A request that reached our QP
+	 * while it was in RTR (iWARP's passive side has its connection then) could move it to
+	 * ERR (a refused WRITE, a SEND with no receive), and our move to RTS would then fail. */
+	struct reply ready = {0};
+	xfer(fd, &ready, sizeof(ready), NULL, 0);
 	for (;;) {
 		struct cmd c;
 		struct reply r = {0};
@@ -318,15 +360,19 @@ static void start(struct side *a, struct peer *pe, uint8_t *abuf, uint8_t *share
 	pe->pid = fork();
 	REQUIRE(pe->pid >= 0);
 	if (pe->pid == 0) {
+		child_pid = 0;
 		close(sv[0]);
 		child_main(sv[1], shared, child_p);
 	}
 	close(sv[1]);
+	child_pid = pe->pid;
 	pe->fd = sv[0];
 	REQUIRE(side_open(a, abuf, ALL_ACCESS) == 0);
 	struct endpoint me = {.qpn = a->qp->qp_num, .gid = a->gid};
 	xfer(pe->fd, &me, sizeof(me), &pe->ep, sizeof(pe->ep));
 	REQUIRE(side_connect(a, &pe->ep, my_p) == 0);
+	struct reply ready;
+	xfer(pe->fd, NULL, 0, &ready, sizeof(ready)); /* the child is in RTS */
 }
 
 static void stop(struct side *a, struct peer *pe, bool kill_it)
