@@ -3,7 +3,8 @@
 # in the same run, and prints one table: for each target of issue 11, softrdma's figure, the
 # floor (or baseline) measured in the same run, the ratio, the target ratio and ok / MISS.
 # Medians over the rounds; only same-run ratios count (the machines are noisy).
-#   latency    100 B SEND round trip p50/p99, busy-polling: RoCEv2 / UDP ping-pong,
+#   latency    100 B SEND round trip p50/p99, busy-polling: RoCEv2 / UDP ping-pong (and / a
+#              UDP ping-pong that also carries each message's ACK, RC's floor),
 #              iWARP / TCP ping-pong; RDMA WRITE ping-pong and RDMA READ whose target never
 #              calls the library / the SEND round trip; event-driven (completion channel)
 #              round trips / blocking UDP and TCP echo
@@ -182,6 +183,8 @@ for r in $(seq "$rounds"); do
 	# Latency, busy-polling.
 	pingpong udp_lat udp busy; keep udp_p50 udp_lat p50; keep udp_p99 udp_lat p99
 	pingpong tcp_lat tcp busy; keep tcp_p50 tcp_lat p50; keep tcp_p99 tcp_lat p99
+	# RC's own share: a UDP ping-pong that also carries the ACK of each message (sr_floor -t rc).
+	floor udp_rc -t rc -n $n; keep udp_rc_p50 udp_rc p50; keep udp_rc_p99 udp_rc p99
 	for t in roce iw; do
 		eval "ds=\$${t}_s dc=\$${t}_c"
 		srperf ${t}_lat "$ds" "$dc" -t lat -n $n
@@ -274,6 +277,10 @@ row "RoCEv2 p50 / UDP ping-pong" us "$(m roce_p50)" "$(m udp_p50)" "<=" 1.3
 row "RoCEv2 p99 / UDP ping-pong" us "$(m roce_p99)" "$(m udp_p99)" "<=" 2
 row "iWARP p50 / TCP ping-pong" us "$(m iw_p50)" "$(m tcp_p50)" "<=" 1.2
 row "iWARP p99 / TCP ping-pong" us "$(m iw_p99)" "$(m tcp_p99)" "<=" 2
+echo "-- the same / RC's floor: a UDP ping-pong that carries each message's ACK too (sr_floor -t rc)"
+info "RoCEv2 p50 / UDP ping-pong with ACKs p50" us "$(m roce_p50)" "$(m udp_rc_p50)"
+info "RoCEv2 p99 / UDP ping-pong with ACKs p99" us "$(m roce_p99)" "$(m udp_rc_p99)"
+info "UDP ping-pong with ACKs p50 / UDP ping-pong p50" us "$(m udp_rc_p50)" "$(m udp_p50)"
 echo "-- target never calls the library: 100 B round trip / the SEND round trip"
 for t in roce iw; do
 	[ $t = roce ] && P=RoCEv2 || P=iWARP

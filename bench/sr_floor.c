@@ -29,7 +29,14 @@
  *      send to the reply's arrival). -n round trips (default 20000) after a tenth as many
  *      unmeasured; the client prints "floor proto=.. test=wlat size=.. n=.. min=.. p50=.. p99=..
  *      p999=.. avg=.. us". What softrdma adds to this is its own work: the thread wake-ups,
- *      and the core shared with a spinning thread, are the machine's. */
+ *      and the core shared with a spinning thread, are the machine's.
+ * -t rc: the floor of an RC SEND ping-pong over UDP (sr_perf -t lat on RoCEv2): reliable
+ *      connected service needs every message acknowledged, so each side sends, in one
+ *      sendmmsg(), the ACK of the peer's last message (RC_ACK bytes: a RoCEv2 ACK's UDP
+ *      payload) and its own message of -m bytes plus RC_HDR (BTH and ICRC), and busy-polls
+ *      recvmmsg() until both of the peer's have arrived: twice the datagrams of a plain UDP
+ *      ping-pong, in the same number of system calls. Reported like wlat ("test=rc"). The
+ *      kernel's share of a RoCEv2 round trip; what softrdma adds to it is its own. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,6 +73,7 @@ struct params {
 	int32_t tcp, gso;
 	int64_t size;
 	int32_t wlat, iters;
+	int32_t rc;
 };
 
 /* What the server measured. */
@@ -211,17 +219,83 @@ static void wlat_run(int fd, const struct params *p, double *rtt)
 	free(w.mem);
 }
 
-static void print_wlat(const struct params *p, double *rtt)
+static void print_rtt(const struct params *p, double *rtt)
 {
 	long n = p->iters;
 	double sum = 0;
 	for (long i = 0; i < n; i++)
 		sum += rtt[i];
 	qsort(rtt, (size_t)n, sizeof(*rtt), cmp_double);
-	printf("floor proto=%s test=wlat size=%lld n=%ld min=%.2f p50=%.2f p99=%.2f p999=%.2f "
+	printf("floor proto=%s test=%s size=%lld n=%ld min=%.2f p50=%.2f p99=%.2f p999=%.2f "
 	       "avg=%.2f us\n",
-	       p->tcp ? "tcp" : "udp", (long long)p->size, n, rtt[0], rtt[n / 2], rtt[n * 99 / 100],
-	       rtt[n * 999 / 1000], sum / (double)n);
+	       p->tcp ? "tcp" : "udp", p->rc ? "rc" : "wlat", (long long)p->size, n, rtt[0],
+	       rtt[n / 2], rtt[n * 99 / 100], rtt[n * 999 / 1000], sum / (double)n);
+}
+
+/* ---- -t rc ---- */
+
+#define RC_HDR	   16	      /* a SEND's BTH (12) and ICRC (4) */
+#define RC_ACK	   20	      /* an ACK: BTH, AETH (4), ICRC */
+#define RC_DGRAM   65536      /* receive buffer per datagram */
+#define RC_SILENCE 10000000.0 /* us: the peer has gone quiet */
+
+/* Busy-polls until the peer's two datagrams of this round (its ACK, its message) are in. */
+static void rc_wait(int fd, struct mmsghdr *m)
+{
+	unsigned got = 0;
+	double since = 0;
+	for (unsigned spins = 0; got < 2; spins++) {
+		int r = recvmmsg(fd, m + got, 2 - got, MSG_DONTWAIT, NULL);
+		if (r > 0) {
+			got += (unsigned)r;
+			continue;
+		}
+		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			die("recvmmsg");
+		if ((spins & 4095) == 0) {
+			double t = now_us();
+			if (since == 0)
+				since = t;
+			else if (t - since > RC_SILENCE)
+				die("the peer went quiet (a datagram lost?)");
+		}
+	}
+}
+
+/* Both sides: iters round trips after a tenth as many unmeasured; the client (rtt != NULL)
+ * sends first and records each. */
+static void rc_run(int fd, const struct params *p, double *rtt)
+{
+	long warm = p->iters / 10, total = p->iters + warm;
+	size_t msg = (size_t)p->size + RC_HDR;
+	uint8_t *out = calloc(1, msg + RC_ACK), *in = malloc(2 * RC_DGRAM);
+	if (!out || !in)
+		die("memory");
+	struct iovec oi[2] = {{out + msg, RC_ACK}, {out, msg}};
+	struct iovec ii[2] = {{in, RC_DGRAM}, {in + RC_DGRAM, RC_DGRAM}};
+	struct mmsghdr om[2], im[2];
+	memset(om, 0, sizeof(om));
+	memset(im, 0, sizeof(im));
+	for (int i = 0; i < 2; i++) {
+		om[i].msg_hdr.msg_iov = &oi[i];
+		om[i].msg_hdr.msg_iovlen = 1;
+		im[i].msg_hdr.msg_iov = &ii[i];
+		im[i].msg_hdr.msg_iovlen = 1;
+	}
+	for (long i = 0; i < total; i++) {
+		double t0 = now_us();
+		if (!rtt)
+			rc_wait(fd, im);
+		if (sendmmsg(fd, om, 2, 0) != 2)
+			die("sendmmsg");
+		if (rtt) {
+			rc_wait(fd, im);
+			if (i >= warm)
+				rtt[i - warm] = now_us() - t0;
+		}
+	}
+	free(out);
+	free(in);
 }
 
 static int listen_on(int port, int type)
@@ -257,7 +331,7 @@ static int server(int port)
 			setsockopt(data, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	} else if (p.gso && setsockopt(us, IPPROTO_UDP, UDP_GRO, &one, sizeof(one))) {
 		die("UDP_GRO");
-	} else if (p.wlat) {
+	} else if (p.wlat || p.rc) {
 		/* The client's hello names its address: the replies go there. */
 		struct sockaddr_storage from;
 		socklen_t fl = sizeof(from);
@@ -270,6 +344,8 @@ static int server(int port)
 	send_all(side, &ok, 1);
 	if (p.wlat) {
 		wlat_run(data, &p, NULL);
+	} else if (p.rc) {
+		rc_run(data, &p, NULL);
 	} else {
 		struct result res = receive(data);
 		send_all(side, &res, sizeof(res));
@@ -316,7 +392,7 @@ static int client(const char *host, int port, const struct params *p, double sec
 			die("UDP_SEGMENT");
 	}
 	big_buffers(data);
-	if (p->wlat) {
+	if (p->wlat || p->rc) {
 		if (p->tcp)
 			setsockopt(data, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		else if (send(data, "h", 1, 0) != 1)
@@ -325,8 +401,11 @@ static int client(const char *host, int port, const struct params *p, double sec
 		double *rtt = calloc((size_t)p->iters, sizeof(double));
 		if (!rtt)
 			die("memory");
-		wlat_run(data, p, rtt);
-		print_wlat(p, rtt);
+		if (p->rc)
+			rc_run(data, p, rtt);
+		else
+			wlat_run(data, p, rtt);
+		print_rtt(p, rtt);
 		free(rtt);
 		close(data);
 		close(side);
@@ -384,6 +463,7 @@ static void usage(FILE *f)
 		"usage: sr_floor [-p port]                                          (server)\n"
 		"       sr_floor -P udp|tcp [-p port] [-m bytes] [-g segment] [-D secs] SERVER\n"
 		"       sr_floor -t wlat -P udp|tcp [-p port] [-m bytes] [-n round trips] SERVER\n"
+		"       sr_floor -t rc [-p port] [-m bytes] [-n round trips] SERVER\n"
 		"  -P  udp: one send() per message; tcp: a stream of write()s (TCP_NODELAY)\n"
 		"  -m  bytes per send (default 65536; udp at most 65507)\n"
 		"  -g  udp: UDP_SEGMENT (GSO) with datagrams of this many bytes; the server\n"
@@ -392,7 +472,10 @@ static void usage(FILE *f)
 		"  -t  wlat: instead of a stream, the floor of sr_perf -t wlat: a ping-pong of\n"
 		"      -m bytes (default 100) where each side's messages are received by a thread\n"
 		"      blocked in recv() while the main thread spins on memory\n"
-		"  -n  wlat: round trips (default 20000)\n"
+		"  -t  rc: the floor of an RC SEND ping-pong over UDP (RoCEv2): each side sends\n"
+		"      the ACK of the peer's last message and its own -m byte message (default\n"
+		"      100) in one sendmmsg() and busy-polls until both of the peer's are in\n"
+		"  -n  wlat, rc: round trips (default 20000)\n"
 		"  -p  port: TCP side channel, and the UDP or TCP data (default 18800)\n");
 }
 
@@ -406,9 +489,9 @@ int main(int argc, char **argv)
 		switch (ch) {
 		case 't':
 			p.wlat = !strcmp(optarg, "wlat");
-			if (!p.wlat) {
-				fprintf(stderr,
-					"sr_floor: -t wlat is the only test besides streams\n");
+			p.rc = !strcmp(optarg, "rc");
+			if (!p.wlat && !p.rc) {
+				fprintf(stderr, "sr_floor: -t wlat or rc (streams: no -t)\n");
 				return 2;
 			}
 			break;
@@ -442,10 +525,10 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return server(port); /* the client's parameters apply */
 	if (p.size == 0)
-		p.size = p.wlat ? 100 : 65536;
+		p.size = p.wlat || p.rc ? 100 : 65536;
 	if (p.size < 1 || p.size > (1L << 30) || (!p.tcp && p.size > 65507) || p.gso < 0 ||
 	    (p.tcp && p.gso) || secs <= 0 || p.iters < 10 || p.iters > 10000000 ||
-	    (p.wlat && p.gso)) {
+	    (p.wlat && p.gso) || (p.rc && (p.tcp || p.gso || p.size > 65507 - RC_HDR))) {
 		fprintf(stderr, "sr_floor: bad arguments (see --help)\n");
 		return 2;
 	}
