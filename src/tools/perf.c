@@ -378,17 +378,49 @@ static int64_t pat_diff(const uint8_t *p, size_t from, size_t to, uint64_t seed)
 	return -1;
 }
 
+/* What n (1..8) bytes of a message from offset `from` must be: msg_byte's answers, byte i in
+ * bits 8i, from one or two pattern words (the ends are checked and cleared on every message:
+ * they should cost less than the stack under test). */
+static uint64_t msg_word(const struct msgfmt *f, size_t size, size_t from, size_t n)
+{
+	size_t sh = from & 7, block = from - sh;
+	uint64_t w = mix64(f->seed ^ (uint64_t)block) >> (8 * sh);
+	if (sh && sh + n > 8)
+		w |= mix64(f->seed ^ (uint64_t)(block + 8)) << (8 * (8 - sh));
+	if (f->stamped) {
+		size_t hs = head_len(size - 1);
+		if (from < hs) {
+			size_t m = hs - from < n ? hs - from : n;
+			uint64_t st = f->iter >> (8 * from);
+			w ^= m < 8 ? st & ((UINT64_C(1) << (8 * m)) - 1) : st;
+		}
+		if (from + n == size) {
+			w &= ~(UINT64_C(0xff) << (8 * (n - 1)));
+			w |= (uint64_t)tag_of(f->iter) << (8 * (n - 1));
+		}
+	}
+	return n < 8 ? w & ((UINT64_C(1) << (8 * n)) - 1) : w;
+}
+
+/* The first of n (1..8) bytes at p that differs from the word's, or -1. */
+static int64_t word_diff(const uint8_t *p, size_t n, uint64_t w)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (uint8_t)(w >> (8 * i)))
+			return (int64_t)i;
+	return -1;
+}
+
 /* Checks a message's first and last bytes, or (full) every byte. -1 if it is right, else the
  * first wrong offset. */
 static int64_t msg_diff(const uint8_t *p, size_t size, const struct msgfmt *f, bool full)
 {
 	size_t h = head_len(size), t = head_len(size - h);
-	for (size_t k = 0; k < h; k++)
-		if (p[k] != msg_byte(f, size, k))
-			return (int64_t)k;
-	for (size_t k = size - t; k < size; k++)
-		if (p[k] != msg_byte(f, size, k))
-			return (int64_t)k;
+	int64_t bad = word_diff(p, h, msg_word(f, size, 0, h));
+	if (bad >= 0)
+		return bad;
+	if (t && (bad = word_diff(p + size - t, t, msg_word(f, size, size - t, t))) >= 0)
+		return (int64_t)(size - t) + bad;
 	if (!full || h + t >= size)
 		return -1;
 	/* A stamp is within the head and the last byte: the middle is the plain pattern. */
@@ -399,10 +431,12 @@ static int64_t msg_diff(const uint8_t *p, size_t size, const struct msgfmt *f, b
 static void msg_clear_ends(uint8_t *p, size_t size, const struct msgfmt *f)
 {
 	size_t h = head_len(size), t = head_len(size - h);
-	for (size_t k = 0; k < h; k++)
-		p[k] = (uint8_t)~msg_byte(f, size, k);
-	for (size_t k = size - t; k < size; k++)
-		p[k] = (uint8_t)~msg_byte(f, size, k);
+	uint64_t w = ~msg_word(f, size, 0, h);
+	for (size_t i = 0; i < h; i++)
+		p[i] = (uint8_t)(w >> (8 * i));
+	w = t ? ~msg_word(f, size, size - t, t) : 0;
+	for (size_t i = 0; i < t; i++)
+		p[size - t + i] = (uint8_t)(w >> (8 * i));
 }
 
 static void msg_stamp(uint8_t *p, size_t size, const struct msgfmt *f)
