@@ -130,8 +130,17 @@ struct mover_wait {
 void mover_init(struct mover *m);
 
 /* Called by the thread itself when it starts: Linux lets a thread's timed waits end up to
- * its timer slack late (50 us by default), longer than the short naps above. */
+ * its timer slack late (50 us by default), longer than the short naps above; its time slice
+ * (MOVER_SLICE_NS) and its nice value (mover_thread_nice), so that its wake-ups preempt an
+ * application spinning on the same core. */
 void mover_thread_setup(void);
+
+/* The progress thread's nice value: MOVER_THREAD_NICE, or SOFTRDMA_THREAD_NICE (-20..19; 0
+ * leaves the thread as the application's threads). Where the process may not lower it, the
+ * thread stays at nice 0. */
+#define MOVER_THREAD_NICE -10
+#define MOVER_NICE_ENV	  "SOFTRDMA_THREAD_NICE"
+int mover_thread_nice(void);
 
 /* The deadman timer (a timerfd on CLOCK_MONOTONIC, core_now_ns's clock): the thread opens it
  * before it starts (-1 if the kernel refuses: then each look is a time-out of the thread's

@@ -11,7 +11,12 @@
  * and the thread's waits cover only timers. */
 #include "check.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -422,8 +427,61 @@ static void deadman(void)
 	CHECK_EQ(m.deadman_fd, -1);
 }
 
+/* The progress thread's nice value: the default, SOFTRDMA_THREAD_NICE, bad values. */
+static void nice_values(void)
+{
+	unsetenv(MOVER_NICE_ENV);
+	CHECK_EQ(mover_thread_nice(), MOVER_THREAD_NICE);
+	const struct {
+		const char *v;
+		int want;
+	} cases[] = {{"0", 0},
+		     {"-5", -5},
+		     {"19", 19},
+		     {"-20", -20},
+		     {"", MOVER_THREAD_NICE},
+		     {"abc", MOVER_THREAD_NICE},
+		     {"-21", MOVER_THREAD_NICE},
+		     {"20", MOVER_THREAD_NICE},
+		     {"5x", MOVER_THREAD_NICE}};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		setenv(MOVER_NICE_ENV, cases[i].v, 1);
+		CHECK_EQ(mover_thread_nice(), cases[i].want);
+	}
+	unsetenv(MOVER_NICE_ENV);
+}
+
+static void *setup_thread(void *arg)
+{
+	mover_thread_setup();
+	errno = 0;
+	*(int *)arg = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	return NULL;
+}
+
+/* mover_thread_setup lowers the calling thread's nice value (where the process may: root in
+ * CI) and nobody else's. */
+static void setup_sets_nice(void)
+{
+	errno = 0;
+	int mine = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	setenv(MOVER_NICE_ENV, "-3", 1);
+	int got = 100;
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, setup_thread, &got) == 0);
+	pthread_join(t, NULL);
+	unsetenv(MOVER_NICE_ENV);
+	if (geteuid() == 0)
+		CHECK_EQ(got, -3);
+	else
+		CHECK(got == -3 || got == mine); /* not allowed: left as it was */
+	CHECK_EQ(getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)), mine);
+}
+
 int main(void)
 {
+	nice_values();
+	setup_sets_nice();
 	inside_a_poll_counts_as_polling();
 	starts_with_thread();
 	polling_app_takes_back();
