@@ -491,7 +491,12 @@ static int run_pair(struct cmp *c, const struct srv_spec *spec, const char *roce
 		ret = -1;
 	} else if (rc != 0 || !WIFEXITED(cst) || WEXITSTATUS(cst) != 0) {
 		log_reason(k.log, why, sizeof(why));
-		snprintf(err, errlen, "client %s: %.140s", status_str(cst, a, sizeof(a)), why);
+		if (sok || !swhy[0])
+			snprintf(err, errlen, "client %s: %.140s", status_str(cst, a, sizeof(a)),
+				 why);
+		else /* the server's reason is often the cause of the client's */
+			snprintf(err, errlen, "client %s: %.70s; server %.70s",
+				 status_str(cst, a, sizeof(a)), why, swhy);
 		ret = -1;
 	} else if (!sok) {
 		snprintf(err, errlen, "server %.180s", swhy);

@@ -194,7 +194,11 @@ grep -q ": left" "$dir/server.log" || bad "--server: a vanished client was not n
 SOFTRDMA_COMPARE_TOKEN=$token timeout 300 "$sr" compare --quick --no-loss -p "$sport" \
 	--json "$dir/r.json" --html "$dir/r.html" 127.0.0.1 >"$dir/remote.out" 2>"$dir/remote.err"
 rc=$?
-[ $rc -eq 0 ] || { bad "two hosts: exit $rc"; tail -n 5 "$dir/remote.err" "$dir/remote.out"; }
+[ $rc -eq 0 ] || {
+	bad "two hosts: exit $rc"
+	tail -n 5 "$dir/remote.err" "$dir/remote.out"
+	tail -n 12 "$dir/server.log"
+}
 python3 - "$dir/r.json" <<'EOF2' || bad "two hosts: the JSON result is not complete"
 import json, sys
 d = json.load(open(sys.argv[1]))
