@@ -64,7 +64,7 @@ static const struct {
 #define MAX_SIZES  16
 #define MAX_CDF	   128
 #define N_LOSS	   4
-#define ERR_LEN	   200
+#define ERR_LEN	   400
 #define MAX_ERRORS 64
 
 static const double loss_pcts[N_LOSS] = {0, 0.01, 0.1, 1};
@@ -133,6 +133,8 @@ struct cmp {
 	struct lossy_link *link;
 	char *errors[MAX_ERRORS];
 	int nerrors;
+	char *retried[MAX_ERRORS]; /* measurements whose server was not there: why, retried */
+	int nretried;
 	/* progress */
 	int step, steps;
 	bool tty;
@@ -148,16 +150,28 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+static void add_to(char **list, int *n, const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (*n < MAX_ERRORS && vasprintf(&s, fmt, ap) >= 0)
+		list[(*n)++] = s;
+}
+
 static void add_error(struct cmp *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_error(struct cmp *c, const char *fmt, ...)
 {
-	if (c->nerrors >= MAX_ERRORS)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) >= 0)
-		c->errors[c->nerrors++] = s;
+	add_to(c->errors, &c->nerrors, fmt, ap);
+	va_end(ap);
+}
+
+static void add_retried(struct cmp *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_retried(struct cmp *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	add_to(c->retried, &c->nretried, fmt, ap);
 	va_end(ap);
 }
 
@@ -495,7 +509,7 @@ static int run_pair(struct cmp *c, const struct srv_spec *spec, const char *roce
 			snprintf(err, errlen, "client %s: %.140s", status_str(cst, a, sizeof(a)),
 				 why);
 		else /* the server's reason is often the cause of the client's */
-			snprintf(err, errlen, "client %s: %.70s; server %.70s",
+			snprintf(err, errlen, "client %s: %.150s; server %.150s",
 				 status_str(cst, a, sizeof(a)), why, swhy);
 		ret = -1;
 	} else if (!sok) {
@@ -670,6 +684,7 @@ static int measure(struct cmp *c, enum tr t, const char *kind, uint64_t size, do
 			av_add(&k, "--cdf");
 	}
 	av_add(&k, "-p");
+	int port_arg = k.n;
 	av_add(&k, "%d", spec.port);
 	av_add(&k, "--timeout");
 	av_add(&k, "%d", spec.timeout_s);
@@ -687,6 +702,16 @@ static int measure(struct cmp *c, enum tr t, const char *kind, uint64_t size, do
 	av_add(&k, "%s", addr);
 	double limit = (lat ? (double)c->o.lat_iters * 0.002 : seconds) + 2 * c->o.timeout_s + 10;
 	int r = run_pair(c, &spec, sdev[0], sdev[1], &sp, k.v, &cp, limit, err, errlen);
+	if (r == -1 && strstr(err, "cannot connect to the server")) {
+		/* Its server never listened (its port taken on the server's host, say): once more,
+		 * on the next port; said in the result. */
+		add_retried(c, "%s %s %llu B, port %d: %s", trs[t].label,
+			    lat ? "latency" : "bandwidth", (unsigned long long)size, spec.port,
+			    err);
+		spec.port = next_port(c);
+		snprintf(k.buf[port_arg], sizeof(k.buf[0]), "%d", spec.port);
+		r = run_pair(c, &spec, sdev[0], sdev[1], &sp, k.v, &cp, limit, err, errlen);
+	}
 	if (r == 0) {
 		*out = load_json(json, err, errlen);
 		r = *out ? 0 : -1;
@@ -1090,7 +1115,12 @@ static char *result_json(struct cmp *c, double duration_s)
 		sb_add(&s, "%s\n    ", i ? "," : "");
 		sb_json_str(&s, c->errors[i]);
 	}
-	sb_add(&s, "%s]\n}\n", c->nerrors ? "\n  " : "");
+	sb_add(&s, "%s],\n  \"retried\": [", c->nerrors ? "\n  " : "");
+	for (int i = 0; i < c->nretried; i++) {
+		sb_add(&s, "%s\n    ", i ? "," : "");
+		sb_json_str(&s, c->retried[i]);
+	}
+	sb_add(&s, "%s]\n}\n", c->nretried ? "\n  " : "");
 	if (s.oom) {
 		free(s.p);
 		return NULL;
@@ -1428,6 +1458,11 @@ static void print_table(const struct cmp *c, double duration_s)
 		for (int i = 0; i < c->nerrors; i++)
 			printf("  - %s\n", c->errors[i]);
 	}
+	if (c->nretried) {
+		printf("\nRetried, their server not there at first (%d):\n", c->nretried);
+		for (int i = 0; i < c->nretried; i++)
+			printf("  - %s\n", c->retried[i]);
+	}
 }
 
 /* ---- files ---- */
@@ -1724,6 +1759,8 @@ static void cleanup(struct cmp *c)
 		rmdir(c->tmp); /* the steps remove their own files */
 	for (int i = 0; i < c->nerrors; i++)
 		free(c->errors[i]);
+	for (int i = 0; i < c->nretried; i++)
+		free(c->retried[i]);
 }
 
 /* The RDMA steps need roce_lo and iwarp_lo: a clear message up front instead of a failure in

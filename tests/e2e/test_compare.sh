@@ -179,21 +179,22 @@ read -r -t 5 reply <&3
 	bad "--server: a port outside its range: '$reply'"
 exec 3>&-
 grep -q "refused: wrong token" "$dir/server.log" || bad "--server: refusals not logged"
-"$sr" compare --quick --no-loss -q -p "$sport" --token "$token" --json "$dir/v.json" \
-	--html "$dir/v.html" 127.0.0.1 >"$dir/vanish.out" 2>&1 &
-vpid=$!
-sleep 2.5
-kill -9 "$vpid"
-wait "$vpid" 2>/dev/null
-for _ in $(seq 50); do
-	grep -q ": left" "$dir/server.log" && [ -z "$(pgrep -P "$spid")" ] && break
-	sleep 0.2
-done
-grep -q ": left" "$dir/server.log" || bad "--server: a vanished client was not noticed"
-[ -z "$(pgrep -P "$spid")" ] || bad "--server: a measurement outlived its client"
+# The first measurement's port is taken on the server's host (bound, not listening; before any
+# measurement of this server used it, or its TIME_WAIT would keep it from being held): its
+# server cannot listen, and the measurement runs again on the next port, said in the result.
+python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+print("held", flush=True)
+time.sleep(300)' $((sport + 1)) >"$dir/hold.out" &
+hold=$!
+for _ in $(seq 50); do grep -q held "$dir/hold.out" && break; sleep 0.1; done
+grep -q held "$dir/hold.out" || bad "two hosts: port $((sport + 1)) could not be held for the test"
 SOFTRDMA_COMPARE_TOKEN=$token timeout 300 "$sr" compare --quick --no-loss -p "$sport" \
 	--json "$dir/r.json" --html "$dir/r.html" 127.0.0.1 >"$dir/remote.out" 2>"$dir/remote.err"
 rc=$?
+kill "$hold"
+wait "$hold" 2>/dev/null
 [ $rc -eq 0 ] || {
 	bad "two hosts: exit $rc"
 	tail -n 5 "$dir/remote.err" "$dir/remote.out"
@@ -207,14 +208,33 @@ assert all(t.get("server_device") == t.get("device") for t in d["transports"] if
 assert len([s for s in d["latency"]["series"] if "p50_us" in s]) == 4
 assert all(len(s["points"]) == 4 for s in d["bandwidth"]["series"])
 assert "skipped" in d["loss"] and d["errors"] == []
+r = d["retried"]
+assert len(r) == 1 and r[0].startswith("RoCEv2 latency 100 B") and "cannot connect" in r[0], r
+assert "cannot listen on TCP port" in r[0] and "Address already in use" in r[0], r
 EOF2
+"$sr" compare --quick --no-loss -q -p "$sport" --token "$token" --json "$dir/v.json" \
+	--html "$dir/v.html" 127.0.0.1 >"$dir/vanish.out" 2>&1 &
+vpid=$!
+sleep 2.5
+kill -9 "$vpid"
+wait "$vpid" 2>/dev/null
+for _ in $(seq 50); do
+	grep -q ": left" "$dir/server.log" && [ -z "$(pgrep -P "$spid")" ] && break
+	sleep 0.2
+done
+grep -q ": left" "$dir/server.log" || bad "--server: a vanished client was not noticed"
+[ -z "$(pgrep -P "$spid")" ] || bad "--server: a measurement outlived its client"
 kill -INT "$spid"
 wait "$spid"
 rc=$?
 [ $rc -eq 130 ] || bad "--server: SIGINT gave exit $rc"
 grep -q "running softrdma lat -d roce_lo" "$dir/server.log" || bad "--server: no log of its runs"
+grep -q "^Retried, their server not there at first (1):" "$dir/remote.out" ||
+	bad "two hosts: the retried measurement is not shown"
+grep -q '<ul id="retried"' "$dir/r.html" || bad "two hosts: the report does not list the retry"
 echo "ok   two hosts (--server on this host): loopback only, strangers and garbage refused," \
-	"ports bounded, a vanished client noticed, a run served, SIGINT ends it"
+	"ports bounded, a vanished client noticed, a run served (a server that cannot listen" \
+	"retried), SIGINT ends it"
 
 # A silent client is dropped after --idle (before its HELLO too), and the next one is served.
 iport=$((sport + 600))
