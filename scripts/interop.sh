@@ -11,7 +11,7 @@
 #   --loop N       rping-after-neighbour-flush runs (default 50; 0: none)
 #   --lab DIR      the lab (default: ../shared/lab next to this checkout, or $SOFTRDMA_LAB)
 #   --keep-lab     leave the lab running at the end (default: stop it if this script started it)
-#   --build DIR    softrdma's build directory (default: build, built if missing)
+#   --build DIR    softrdma's build directory (default: build; built, or brought up to date)
 #   -h, --help     this text
 # Needs the lab of ../shared/lab (two QEMU guests, Linux 6.1 rxe and siw; its image is built the
 # first time, ~3 minutes). Prints one line per case, then the matrix (passed/total per
@@ -42,10 +42,16 @@ case "$loops" in '' | *[!0-9]*) echo "interop.sh: --loop takes a count" >&2; exi
 lab=$(cd "$lab" && pwd)
 NS=rdmalab G="$lab/guest-run.sh"
 
-if [ ! -x "$build/softrdma" ]; then
+# Built if missing, and brought up to date if not: a stale binary would test old code.
+if [ ! -f "$build/CMakeCache.txt" ]; then
 	echo "== building softrdma in $build"
-	"$here/scripts/install-deps.sh" && cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-		cmake --build "$build" -j "$(nproc)" >/dev/null || { echo "interop.sh: build failed" >&2; exit 1; }
+	"$here/scripts/install-deps.sh" && cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null ||
+		{ echo "interop.sh: cmake failed" >&2; exit 1; }
+fi
+cmake --build "$build" -j "$(nproc)" >/dev/null || { echo "interop.sh: the build in $build failed" >&2; exit 1; }
+if [ ! -x "$build/softrdma" ]; then
+	echo "interop.sh: no $build/softrdma after the build" >&2
+	exit 1
 fi
 SR="$build/softrdma"
 
