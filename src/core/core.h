@@ -128,12 +128,11 @@ void core_flush(struct core_ctx *c);
  * batching): the QP awaits responses to earlier requests, so the application will poll for
  * them, and it polls (the progress thread is not on the sockets, core/mover.h). Back-to-back
  * posts then leave in one system call, as one GSO train, and the peer acknowledges them with
- * one ACK. At most CORE_DEFER_POSTS posts wait; the next poll (core_poll_cq) or post sends
- * them, and if the application calls neither, the progress thread's next look does (at most
- * MOVER_DEADMAN_NS after its last call, core/mover.h). Without a progress thread
+ * one ACK. At most MOVER_DEFER_POSTS posts wait (mover_post_waits); the next poll (core_poll_cq) or
+ * post sends them, and if the application calls neither, the progress thread's next look does (at
+ * most MOVER_DEADMAN_NS after its last call, core/mover.h). Without a progress thread
  * (SOFTRDMA_PROGRESS_THREAD=0) nothing waits. A QP awaiting nothing (a ping-pong, the first
  * post of a burst) sends at once: no wait on the latency path. */
-#define CORE_DEFER_POSTS 16
 void core_posted(struct core_ctx *c, struct eng_qp *qp);
 /* ibv_poll_cq's progress, under the lock: returns completions from cq (up to n into wc),
  * moving packets first when it is empty. When input produces completions they are returned

@@ -85,6 +85,8 @@ struct iwp {
 	struct iwp *proc_next;	     /* the process's iWARP contexts (iw_progress.c, procs) */
 	atomic_bool neighbours_due;  /* a pass sent bytes: the others' receive pass is due */
 	bool app_poll;		     /* under the lock: the pass runs for ibv_poll_cq */
+	uint32_t deferred;	     /* under the lock: posts left for the next pass (iwp_posted) */
+	uint64_t tx_deferred;	     /* posts left for the next pass, all posts */
 	bool again;		     /* under the lock: the last pass left reads unfinished */
 	pid_t pid;		     /* the process that made it (a fork's copy is not its own) */
 	uint8_t discard[4096];

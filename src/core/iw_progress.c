@@ -635,6 +635,7 @@ void iwp_after_unlock(struct iwp *p)
 static bool run_all(struct iwp *p, bool rx)
 {
 	bool sent = false;
+	p->deferred = 0; /* the pass sends what the posts left */
 	bool did = run_conns(p, rx, &sent);
 	if (sent && atomic_load_explicit(&nprocs, memory_order_relaxed) >= 2)
 		atomic_store_explicit(&p->neighbours_due, true, memory_order_relaxed);
@@ -651,8 +652,19 @@ void iwp_flush(struct iwp *p)
 	run_all(p, false);
 }
 
+void iwp_posted(struct iwp *p, struct iw_qp *qp)
+{
+	if (mover_post_waits(&p->mv, p->has_thread, iw_qp_send_cq_waiting(qp), &p->deferred)) {
+		p->tx_deferred++;
+		return;
+	}
+	iwp_flush(p);
+}
+
 int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
 {
+	if (p->deferred)
+		run_all(p, false); /* the posts' bytes go before their completions are sought */
 	int got = eng_cq_poll(cq, n, wc);
 	if (got)
 		return got;

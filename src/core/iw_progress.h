@@ -141,8 +141,15 @@ void iwp_qp_wake(struct iwp *p, struct iw_qp *qp);
 bool iwp_progress(struct iwp *p);
 /* post_send: sends what is due now, on the caller's thread. Under the lock. */
 void iwp_flush(struct iwp *p);
-/* poll_cq: completions from cq (up to n), moving bytes first when it is empty. Under the
- * lock. */
+/* post_send, after qp took work requests: iwp_flush, or, while the application moves the bytes
+ * and has not yet polled the completions of qp's earlier sends, nothing (mover_post_waits):
+ * its back-to-back posts then leave in one sendmsg at its next poll (iwp_poll_cq), at the
+ * MOVER_DEFER_POSTS-th post, or at the thread's next look, instead of one system call each
+ * (RoCE's core_posted). A post that finds those completions polled (every ping-pong) goes at
+ * once. Under the lock. */
+void iwp_posted(struct iwp *p, struct iw_qp *qp);
+/* poll_cq: completions from cq (up to n), moving bytes first when it is empty or posts wait
+ * (iwp_posted). Under the lock. */
 int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc);
 /* Right after the lock is let go by a thread that called iwp_progress / iwp_flush /
  * iwp_poll_cq: if that sent bytes while the process has other iWARP contexts, each of them

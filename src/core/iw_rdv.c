@@ -163,6 +163,7 @@ void iwp_each_counter(struct iwp *p, core_counter_fn fn, void *arg)
 	fn(arg, "iw_conn_visits", p->visits);
 	fn(arg, "iw_passes", p->passes);
 	fn(arg, "iw_hot_reads", p->hot_reads);
+	fn(arg, "iw_tx_deferred", p->tx_deferred);
 	char name[64];
 	for (int i = 0; i < MOVER_NCOUNTERS; i++) {
 		snprintf(name, sizeof(name), "iw_mover_%s", mover_counter_names[i]);

@@ -218,4 +218,19 @@ static inline enum mover_who mover_who(const struct mover *m)
 	return (enum mover_who)atomic_load_explicit(&m->who, memory_order_relaxed);
 }
 
+/* Doorbell batching (RoCE's core_posted, iWARP's iwp_posted): whether a post may leave its
+ * bytes for the application's next poll instead of a system call of its own. Only when it
+ * joins a pipeline (pipeline: the application has earlier requests outstanding, so it will
+ * poll), while the application moves the packets (APP) and a progress thread would take
+ * over if it stopped calling (has_thread), and while fewer than MOVER_DEFER_POSTS posts wait
+ * (*deferred counts them, under the context's lock; the pass that sends them zeroes it).
+ * Back-to-back posts then leave in one system call. */
+#define MOVER_DEFER_POSTS 16
+static inline bool mover_post_waits(const struct mover *m, bool has_thread, bool pipeline,
+				    uint32_t *deferred)
+{
+	return has_thread && pipeline && mover_who(m) == MOVER_APP &&
+	       ++*deferred < MOVER_DEFER_POSTS;
+}
+
 #endif

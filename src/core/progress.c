@@ -1093,8 +1093,8 @@ static bool output_may_wait(const struct core_ctx *c)
 void core_posted(struct core_ctx *c, struct eng_qp *qp)
 {
 	/* A pipeline only while the application moves the packets: it will poll for them. */
-	if (c->io && c->run_head && output_may_wait(c) && eng_qp_awaits_response(qp) &&
-	    ++c->deferred < CORE_DEFER_POSTS) {
+	if (c->io && c->run_head &&
+	    mover_post_waits(&c->mv, c->has_thread, eng_qp_awaits_response(qp), &c->deferred)) {
 		c->counters[CORE_CNT_tx_deferred]++;
 		return;
 	}

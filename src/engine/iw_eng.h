@@ -131,6 +131,9 @@ void iw_qp_get_attr(const struct iw_qp *qp, struct iw_qp_attr *attr);
  * async event through env->event); see "errors" below. */
 void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now);
 enum ibv_qp_state iw_qp_state(const struct iw_qp *qp);
+/* Whether qp's send CQ holds completions the application has not polled yet (of this QP or
+ * another on the CQ): one that posts with such completions waiting is pipelining. */
+bool iw_qp_send_cq_waiting(const struct iw_qp *qp);
 
 /* Auto-connect (core/iw_rdv.c): while the connection is being made the QP stays in INIT or
  * RTR; with early_send true, send WRs are accepted there and queued (they start when the

@@ -329,6 +329,12 @@ enum ibv_qp_state iw_qp_state(const struct iw_qp *qp)
 	return qp->state;
 }
 
+bool iw_qp_send_cq_waiting(const struct iw_qp *qp)
+{
+	const struct eng_cq *cq = qp->init.send_cq;
+	return cq->tail != cq->head;
+}
+
 const uint64_t *iw_qp_counters(const struct iw_qp *qp)
 {
 	return qp->counters;

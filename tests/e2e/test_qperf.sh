@@ -97,9 +97,9 @@ run iwarp iWARP rc_lat rc_rdma_read_lat rc_rdma_read_bw rc_rdma_write_poll_lat
 # RNR retry: a server that falls behind takes a SEND with no receive posted and ends the
 # connection with a Terminate, as siw does ("Remote invalid request", or "WR flush failure"
 # for the WRs behind it; the client prints its own failure or the server's, "server: rc_bw
-# failed: ..."). A faster client outruns the server more often (with iWARP posts gathered
-# for one sendmsg, tried and reverted: about 2 runs in 10 on loopback; without: 1 in 10 with a
-# busy loop beside it). Up to five tries; a failed one retried only if it ended so.
+# failed: ..."). Since iWARP posts gather for one sendmsg (iwp_posted) the client outruns the
+# server in about 2 runs of 10 on loopback (before: 1 in 10 with a busy loop beside it). Up
+# to five tries; a failed one retried only if it ended so.
 for try in 1 2 3 4 5; do
 	f0=$fail
 	run iwarp iWARP rc_bw

@@ -521,19 +521,22 @@ static void iw_refused_write(struct side *a, struct side *b, uint64_t raddr, uin
  * (mover_to_thread) when it saw that, or UINT64_MAX if it never did. */
 static uint64_t until_app_moves(struct side *a)
 {
+	const char *to_thread = iw ? "iw_mover_to_thread" : "mover_to_thread";
+	const char *to_app = iw ? "iw_mover_to_app" : "mover_to_app";
 	uint64_t stop = now_ms() + 5000;
 	struct ibv_wc wc;
 	while (now_ms() < stop) {
 		CHECK_EQ(ibv_poll_cq(a->cq, 1, &wc), 0);
-		uint64_t took = softrdma_counter(a->ctx, NULL, "mover_to_thread");
-		if (softrdma_counter(a->ctx, NULL, "mover_to_app") > took)
+		uint64_t took = softrdma_counter(a->ctx, NULL, to_thread);
+		if (softrdma_counter(a->ctx, NULL, to_app) > took)
 			return took;
 	}
 	return UINT64_MAX;
 }
 
-/* Back-to-back SENDs while earlier ones await their ACKs wait for the next poll and leave
- * together (core_posted: doorbell batching). Each arrives once, in order, with its bytes:
+/* Back-to-back SENDs while earlier ones await their ACKs (RoCE) or while the application has
+ * not polled the completions of earlier ones (iWARP) wait for the next poll and leave together
+ * (core_posted, iwp_posted: doorbell batching). Each arrives once, in order, with its bytes:
  * round 1 polls a's completions first (the poll sends them); in round 0 a's application calls
  * nothing after its posts (it computes, say), and its progress thread must send them.
  * Deferral happens only while the application moves the packets; on a loaded machine the
@@ -545,31 +548,30 @@ static void pipelined_posts(struct side *a, struct side *b)
 	enum { N = 48, LEN = 8, RX = 8192 };
 	struct ibv_wc wc;
 	bool checked = false;
-	for (int round = 0; round < 2 || (!iw && !checked && round < 8); round++) {
+	const char *counter = iw ? "iw_tx_deferred" : "tx_deferred";
+	const char *to_thread = iw ? "iw_mover_to_thread" : "mover_to_thread";
+	for (int round = 0; round < 2 || (!checked && round < 8); round++) {
 		bool thread_sends = round == 0;
 		for (int i = 0; i < N; i++)
 			post_recv(b, RX + (uint64_t)i * LEN, LEN, 1000u + (unsigned)i);
 		memset(b->buf + RX, 0, (size_t)N * LEN);
 		fill(a->buf, (size_t)N * LEN, 40u + (unsigned)round);
-		uint64_t took = iw ? UINT64_MAX : until_app_moves(a);
-		uint64_t deferred = iw ? 0 : softrdma_counter(a->ctx, NULL, "tx_deferred");
+		uint64_t took = until_app_moves(a);
+		uint64_t deferred = softrdma_counter(a->ctx, NULL, counter);
 		uint64_t t0 = now_ms();
 		for (int i = 0; i < N; i++)
 			CHECK_EQ(post_send(a, IBV_WR_SEND, (uint64_t)i * LEN, LEN, 0, 0,
 					   2000u + (unsigned)i),
 				 0);
-		if (!iw) {
-			deferred = softrdma_counter(a->ctx, NULL, "tx_deferred") - deferred;
-			/* The application moved the packets from the look above to now. */
-			bool kept = softrdma_counter(a->ctx, NULL, "mover_to_thread") == took;
-			fprintf(stderr,
-				"pipelined posts, round %d: %llu of %d left for the next poll%s\n",
-				round, (unsigned long long)deferred, N,
-				kept ? "" : " (the progress thread took the packets meanwhile)");
-			if (kept)
-				CHECK(deferred > 0);
-			checked |= deferred > 0;
-		}
+		deferred = softrdma_counter(a->ctx, NULL, counter) - deferred;
+		/* The application moved the packets from the look above to now. */
+		bool kept = softrdma_counter(a->ctx, NULL, to_thread) == took;
+		fprintf(stderr, "pipelined posts, round %d: %llu of %d left for the next poll%s\n",
+			round, (unsigned long long)deferred, N,
+			kept ? "" : " (the progress thread took the packets meanwhile)");
+		if (kept)
+			CHECK(deferred > 0);
+		checked |= deferred > 0;
 		for (int side = 0; side < 2; side++) {
 			struct side *s = (side == 0) == thread_sends ? b : a;
 			unsigned base = s == a ? 2000u : 1000u;
@@ -590,7 +592,7 @@ static void pipelined_posts(struct side *a, struct side *b)
 		CHECK_EQ(ibv_poll_cq(a->cq, 1, &wc), 0);
 		CHECK_EQ(ibv_poll_cq(b->cq, 1, &wc), 0);
 	}
-	if (!iw && !checked)
+	if (!checked)
 		note("pipelined posts", "no post waited: the progress thread took the packets in "
 					"every round (a loaded machine); deferral not checked");
 }
