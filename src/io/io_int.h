@@ -32,13 +32,20 @@ struct io_rx_batch {
 	union io_ctl_rx ctl[IO_UDP_BATCH];
 	int ready; /* msg[0..ready) point at their name, iov and control buffers */
 	int used;  /* msg[0..used) were written by the kernel at the last call */
+	/* iov[0..fixed_n) hold the buffers of fixed_src, an array its owner never changes (the
+	 * call said `fixed`): the next call with it skips comparing them. NULL: unknown. */
+	const struct io_pkt *fixed_src;
+	int fixed_n;
 };
 
 /* One recvmmsg of up to n (<= IO_UDP_BATCH) datagrams from fd, without blocking, into
  * pkts[i].buf (pkts[i].cap bytes each; nothing else of pkts is touched). Returns how many came
  * (0 when none is waiting, or interrupted), -EINVAL when a buffer is missing or has no room
- * (nothing received), or another negative errno from recvmmsg. */
-int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n);
+ * (nothing received), or another negative errno from recvmmsg. fixed: pkts is an array whose
+ * entries never change (the UDP backend's own GRO buffers): after the first call with it, the
+ * next ones skip checking that b still points at them (an empty poll's largest cost in user
+ * space, one compare per entry). */
+int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n, bool fixed);
 
 /* Keeps pkts[i] (a datagram of batch b that passed its checks) as the next of those kept
  * (*out): entries are swapped whole, each keeping its buffer, so no packet byte is copied
@@ -52,6 +59,7 @@ static inline void io_rx_keep(struct io_rx_batch *b, struct io_pkt *pkts, int i,
 		struct iovec v = b->iov[*out];
 		b->iov[*out] = b->iov[i];
 		b->iov[i] = v;
+		b->fixed_src = NULL;
 	}
 	(*out)++;
 }

@@ -256,7 +256,7 @@ int io_mcast_fd(const struct io_mcast *m)
 static int recv_from(struct io_mcast *m, int fd, bool v6, struct io_pkt *pkts, int n)
 {
 	int out = 0;
-	int got = io_rx_batch_recv(&m->rx, fd, pkts, n);
+	int got = io_rx_batch_recv(&m->rx, fd, pkts, n, false);
 	if (got < 0) {
 		cnt_add(m, IO_MCAST_C_rx_errors, 1);
 		return got;

@@ -437,7 +437,7 @@ bool io_rx_fill(int family, uint16_t port, struct io_pkt *pkt, const struct msgh
 	return have_dst;
 }
 
-int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n)
+int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, int n, bool fixed)
 {
 	for (int i = b->ready; i < n; i++) {
 		b->msg[i].msg_hdr = (struct msghdr){
@@ -462,15 +462,23 @@ int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, i
 	/* The caller's buffers: usually the ones of the last call (a receiver reuses its array,
 	 * and io_rx_keep's permutations are mirrored in iov), so one pass without branches finds
 	 * them unchanged. */
-	uintptr_t diff = 0;
-	for (int i = 0; i < n; i++)
-		diff |= ((uintptr_t)b->iov[i].iov_base ^ (uintptr_t)pkts[i].buf) |
-			(b->iov[i].iov_len ^ pkts[i].cap);
-	for (int i = 0; diff && i < n; i++) {
-		if (!pkts[i].buf || pkts[i].cap == 0)
-			return -EINVAL;
-		b->iov[i].iov_base = pkts[i].buf;
-		b->iov[i].iov_len = pkts[i].cap;
+	if (!fixed || pkts != b->fixed_src || n > b->fixed_n) {
+		uintptr_t diff = 0;
+		for (int i = 0; i < n; i++)
+			diff |= ((uintptr_t)b->iov[i].iov_base ^ (uintptr_t)pkts[i].buf) |
+				(b->iov[i].iov_len ^ pkts[i].cap);
+		if (diff && pkts != b->fixed_src)
+			b->fixed_src = NULL; /* iov changes below */
+		for (int i = 0; diff && i < n; i++) {
+			if (!pkts[i].buf || pkts[i].cap == 0)
+				return -EINVAL;
+			b->iov[i].iov_base = pkts[i].buf;
+			b->iov[i].iov_len = pkts[i].cap;
+		}
+		if (fixed) {
+			b->fixed_src = pkts;
+			b->fixed_n = n;
+		}
 	}
 	int got = recvmmsg(fd, b->msg, (unsigned)n, MSG_DONTWAIT, NULL);
 	if (got < 0) {
@@ -537,7 +545,7 @@ static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n, bool view, si
 		if (!pkts[i].buf || pkts[i].cap == 0)
 			return -EINVAL;
 	if (io->gro_msg >= io->gro_got) {
-		int got = io_rx_batch_recv(&io->rx, io->fd, io->gro_pkts, n);
+		int got = io_rx_batch_recv(&io->rx, io->fd, io->gro_pkts, n, true);
 		if (got < 0) {
 			cnt_add(io, IO_UDP_C_rx_errors, 1);
 			return got;
@@ -625,7 +633,7 @@ static int recv_plain(struct io_udp *io, struct io_pkt *pkts, int n)
 {
 	uint64_t bytes = 0;
 	int out = 0;
-	int got = io_rx_batch_recv(&io->rx, io->fd, pkts, n);
+	int got = io_rx_batch_recv(&io->rx, io->fd, pkts, n, false);
 	if (got < 0) {
 		if (got != -EINVAL) /* -EINVAL: a bad buffer, nothing received */
 			cnt_add(io, IO_UDP_C_rx_errors, 1);

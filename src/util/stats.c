@@ -101,6 +101,8 @@ int stats_add(struct stats *s, double ns)
 {
 	if (!is_finite(ns) || ns < 0.0)
 		return -EINVAL;
+	if (ns == 0.0)
+		ns = 0.0; /* not -0.0: its sign bit would sort it last (sort_samples) */
 	if (s->n >= s->cap)
 		return -ENOSPC;
 	s->buf[s->n++] = ns;
@@ -121,12 +123,67 @@ int stats_add(struct stats *s, double ns)
 	return 0;
 }
 
+/* Sorts n samples (finite, >= 0, never -0.0: stats_add): a radix sort on their bits, which
+ * for such doubles order as the numbers do (sign 0, then exponent, then mantissa), in passes
+ * of RADIX_BITS, skipping a pass where every sample has the same digit (the high bits of
+ * samples of one magnitude). About 40 instructions per sample against qsort's 300-350 for
+ * 4,000 samples: `softrdma lat` and the floors sort every round trip's time, and that counted
+ * in the instructions per round trip that bench/callgrind.sh reports. qsort for few samples,
+ * or when there is no memory for the second buffer. */
+#define RADIX_BITS   11
+#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+#define RADIX_MIN    256
+
+static void sort_samples(double *v, size_t n)
+{
+	uint64_t *tmp = n >= RADIX_MIN ? malloc(n * sizeof *tmp) : NULL;
+	size_t(*count)[1u << RADIX_BITS] = tmp ? calloc(RADIX_PASSES, sizeof *count) : NULL;
+	if (!count) {
+		free(tmp);
+		qsort(v, n, sizeof *v, cmp_double);
+		return;
+	}
+	uint64_t *a = (uint64_t *)(void *)v, *b = tmp; /* the same bits, read as integers */
+	const uint64_t mask = (1u << RADIX_BITS) - 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k;
+		memcpy(&k, &v[i], sizeof k);
+		for (int p = 0; p < RADIX_PASSES; p++)
+			count[p][(k >> (p * RADIX_BITS)) & mask]++;
+	}
+	for (int p = 0; p < RADIX_PASSES; p++) {
+		int shift = p * RADIX_BITS;
+		uint64_t k0;
+		memcpy(&k0, a, sizeof k0);
+		if (count[p][(k0 >> shift) & mask] == n)
+			continue; /* one digit for all: the order stays */
+		size_t pos = 0;
+		for (size_t d = 0; d <= mask; d++) {
+			size_t c = count[p][d];
+			count[p][d] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint64_t k;
+			memcpy(&k, &a[i], sizeof k);
+			memcpy(&b[count[p][(k >> shift) & mask]++], &k, sizeof k);
+		}
+		uint64_t *t = a;
+		a = b;
+		b = t;
+	}
+	if (a != (uint64_t *)(void *)v)
+		memcpy(v, a, n * sizeof *v);
+	free(count);
+	free(tmp);
+}
+
 int stats_finalize(struct stats *s)
 {
 	if (s->n == 0)
 		return -ENODATA;
 	if (!s->sorted)
-		qsort(s->buf, s->n, sizeof *s->buf, cmp_double);
+		sort_samples(s->buf, s->n);
 	s->sorted = true;
 	return 0;
 }

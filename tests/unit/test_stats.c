@@ -5,6 +5,9 @@
 #include "check.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "util/stats.h"
 
@@ -446,6 +449,61 @@ static void test_bw(void)
 	CHECK_EQ(stats_bw_report(2, 1, __builtin_inf(), 0, false, &r), -EINVAL);
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The radix sort behind stats_finalize, for series long enough to take it: the same order as
+ * qsort over every magnitude (zero, -0.0 taken as 0, subnormal, 1e300), duplicates, samples
+ * of one magnitude (passes skipped), already sorted and reversed input. */
+static void test_sort_long(void)
+{
+	enum { N = 20000 };
+	static double buf[N], ref[N];
+	uint64_t x = 88172645463325252ull;
+	for (int shape = 0; shape < 4; shape++) {
+		struct stats s;
+		REQUIRE(stats_init(&s, buf, N) == 0);
+		for (int i = 0; i < N; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			double v;
+			switch (shape) {
+			case 0: /* every magnitude */
+				v = (double)(x >> 11) * 0x1p-53;
+				v = (x & 7) == 0   ? 0.0
+				    : (x & 7) == 1 ? -0.0
+				    : (x & 7) == 2 ? v * 1e-310
+				    : (x & 7) == 3 ? v * 1e300
+				    : (x & 7) == 4 ? (double)(x % 100)
+						   : v * (double)(x % 1000000007);
+				break;
+			case 1: /* one magnitude: round trips of 5-6 us */
+				v = 5000.0 + (double)(x % 1000) / 7.0;
+				break;
+			case 2: /* sorted */
+				v = (double)i * 3.5;
+				break;
+			default: /* reversed */
+				v = (double)(N - i) * 0.25;
+				break;
+			}
+			REQUIRE(stats_add(&s, v) == 0);
+			ref[i] = v == 0.0 ? 0.0 : v;
+		}
+		qsort(ref, N, sizeof ref[0], cmp_d);
+		REQUIRE(stats_finalize(&s) == 0);
+		int bad = 0;
+		for (int i = 0; i < N; i++)
+			bad += memcmp(&buf[i], &ref[i], sizeof(double)) != 0;
+		CHECK_EQ(bad, 0);
+		CHECK(buf[0] == stats_min(&s) && buf[N - 1] == stats_max(&s));
+	}
+}
+
 int main(void)
 {
 	test_one_to_hundred();
@@ -454,5 +512,6 @@ int main(void)
 	test_perftest_compat();
 	test_native_report_and_format();
 	test_bw();
+	test_sort_long();
 	return check_exit();
 }
