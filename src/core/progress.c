@@ -851,8 +851,10 @@ static bool parse_checked(struct core_ctx *c, const struct io_pkt *p, struct roc
 		c->counters[CORE_CNT_rx_bad_pkey]++;
 		return false;
 	}
+	/* The ID a softrdma sender gave it (io.h): 0, or its place in a GSO train, which GRO
+	 * keeps together (a good guess makes the check one CRC pass). */
 	struct roce_envelope env = {
-	    .ipv6 = p->ipv6, .df = true, .sport = p->sport, .dport = p->dport};
+	    .ipv6 = p->ipv6, .df = true, .ip_id = p->train, .sport = p->sport, .dport = p->dport};
 	memcpy(env.src, p->src, 16);
 	memcpy(env.dst, p->dst, 16);
 	*ip_id = 0;

@@ -186,7 +186,10 @@ struct io_pkt {
 	uint8_t tos;	 /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN); recv: as received */
 	uint8_t ttl;	 /* IPv4 TTL / IPv6 hop limit; send: 0 means the kernel default (64) */
 	uint8_t train;	 /* send: 0 or 1, alone; k > 1, the first of a GSO train of k packets
-			  * (see "GSO trains" below); recv: unused */
+			  * (see "GSO trains" below); recv: the packet's place in the datagram
+			  * GRO coalesced it into (0: the first, or alone), which is its place
+			  * in the sender's GSO train when the sender made one (a train's
+			  * packets carry IPv4 IDs ID0 + place) */
 	/* send: a part of the datagram sent from where it lies rather than from buf (a payload
 	 * in the application's registered memory): the len bytes are buf[0 .. ext_at), then
 	 * ext[0 .. ext_len), then buf[ext_at .. len - ext_len). NULL: buf holds all len bytes.

@@ -399,6 +399,7 @@ bool io_rx_fill(int family, uint16_t port, struct io_pkt *pkt, const struct msgh
 	pkt->dport = port;
 	pkt->tos = 0;
 	pkt->ttl = 0;
+	pkt->train = 0; /* alone; recv_gro numbers a coalesced datagram's packets */
 	if (family == AF_INET) {
 		const struct sockaddr_in *sin = mh->msg_name;
 		to_mapped(pkt->src, &sin->sin_addr);
@@ -603,6 +604,8 @@ static int recv_gro(struct io_udp *io, struct io_pkt *pkts, int n, bool view, si
 				memcpy(pkts[out].buf, d, l);
 			pkts[out].len = l;
 			copy_addressing(&pkts[out], &addr);
+			size_t place = seg ? (io->gro_off - l) / seg : 0;
+			pkts[out].train = (uint8_t)(place < 255 ? place : 255);
 			bytes += l;
 			out++;
 		}

@@ -336,6 +336,7 @@ static void test_gro_train(void)
 				CHECK_MEM(r[i].buf, buf[got + i], r[i].len);
 			CHECK_EQ(r[i].sport, io_udp_port(tx));
 			CHECK_EQ(r[i].dport, io_udp_port(rx));
+			CHECK_EQ(r[i].train, got + i); /* its place in the train: IPv4 ID */
 		}
 		got += k > 0 ? k : 0;
 		CHECK_EQ(io_udp_pending(rx), call < 2);
@@ -395,6 +396,7 @@ static void test_gro_train(void)
 				CHECK(v[i].buf == prev_end);
 			prev_end = v[i].buf + v[i].len;
 			CHECK_EQ(v[i].sport, io_udp_port(tx));
+			CHECK_EQ(v[i].train, got + i);
 		}
 		got += k > 0 ? k : 0;
 	}

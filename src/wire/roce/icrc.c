@@ -244,14 +244,17 @@ int roce_icrc_check(const struct roce_envelope *env, const uint8_t *pkt, size_t 
 	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
 		return -EINVAL;
 	rx = roce_icrc_get(pkt + len - ROCE_ICRC_LEN);
+	/* With the hint H in place of the ID, D = L(ID) ^ L(H) = L(ID ^ H) (L is linear): D = 0
+	 * is the hint right (ID 0 from a softrdma sender, or ID i for the i-th packet of its GSO
+	 * train: core/progress.c), found without the inverse power below; else the solve yields
+	 * ID ^ H. */
 	e = *env;
-	e.ip_id = 0;
+	if (e.ipv6)
+		e.ip_id = 0;
 	d = roce_icrc(&e, pkt, len - ROCE_ICRC_LEN) ^ rx;
-	/* D = 0 is L(0): ID 0, the one every softrdma sender uses (io.h), found without the
-	 * inverse power below (which would yield U = 0 and ID 0 as well). */
 	if (env->ipv6 || d == 0) {
 		if (id_out)
-			*id_out = 0;
+			*id_out = e.ip_id;
 		return d == 0 ? 0 : -EBADMSG;
 	}
 
@@ -263,7 +266,7 @@ int roce_icrc_check(const struct roce_envelope *env, const uint8_t *pkt, size_t 
 		return -EBADMSG;
 	/* Degrees 15..8 (the first ID byte, LSB = x^15) are bits 16..23; degrees 7..0 (the
 	 * second byte) are bits 24..31. */
-	id = (uint16_t)(((u >> 16) & 0xFF) << 8 | (u >> 24));
+	id = (uint16_t)(((u >> 16) & 0xFF) << 8 | (u >> 24)); /* ID ^ H */
 
 	/* Verify forward: the two ID bytes fed into a zero register and carried through the k
 	 * following bytes must reproduce D exactly. This re-derives the answer through
@@ -273,7 +276,7 @@ int roce_icrc_check(const struct roce_envelope *env, const uint8_t *pkt, size_t 
 	if (crc32_ieee_shift(crc32_ieee_raw(0, idb, 2), k) != d)
 		return -EBADMSG;
 	if (id_out)
-		*id_out = id;
+		*id_out = id ^ e.ip_id;
 	return 0;
 }
 

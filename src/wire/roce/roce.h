@@ -280,7 +280,8 @@ uint32_t roce_icrc_get(const uint8_t in[4]);
  * IPv6: exact check. IPv4: the ICRC is affine in the 16 ID bits, so this accepts the packet
  * iff some ID value makes the ICRC match (solved in O(log len), not by search), and reports
  * it in *id_out (may be NULL). A corrupted packet passes with probability 2^-16 instead of
- * 2^-32. `pkt`/`len` cover BTH .. ICRC inclusive; env->ip_id is ignored.
+ * 2^-32. `pkt`/`len` cover BTH .. ICRC inclusive. env->ip_id is the ID expected (a hint): when
+ * it is right the check is one CRC pass, else the solve runs (which takes about as long).
  * Returns 0 if the ICRC checks, -EBADMSG if not, -EINVAL if len < BTH + ICRC. */
 int roce_icrc_check(const struct roce_envelope *env, const uint8_t *pkt, size_t len,
 		    uint16_t *id_out);
