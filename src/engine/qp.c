@@ -689,7 +689,6 @@ int eng_qp_output(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint
 int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, uint8_t *buf,
 		       size_t buf_cap, uint32_t *ah)
 {
-	uint64_t old = eng_qp_deadline(qp);
 	uint32_t dest = 0;
 	int n = 0;
 
@@ -699,6 +698,14 @@ int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out,
 		return 0;
 	if (buf_cap < qp->attr.pmtu)
 		return -EINVAL;
+	/* Nothing to send (most calls: the core asks each QP it woke until it has nothing):
+	 * the answer without building a packet or looking at the deadline twice. */
+	bool req_state = qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD;
+	if (!eng_resp_pending(qp) && !(req_state && eng_req_ready(qp))) {
+		check_drained(qp);
+		return 0;
+	}
+	uint64_t old = eng_qp_deadline(qp);
 	memset(out, 0, sizeof(*out));
 	if (eng_resp_pending(qp))
 		n = eng_resp_output(qp, out, buf);
