@@ -184,34 +184,46 @@ grep -q "refused: wrong token" "$dir/server.log" || bad "--server: refusals not 
 # server cannot listen, and the measurement runs again on the next port, said in the result.
 python3 -c 'import socket, sys, time
 s = socket.socket()
-s.bind(("127.0.0.1", int(sys.argv[1])))
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError as e:
+    print("busy:", e, flush=True)
+    sys.exit(0)
 print("held", flush=True)
 time.sleep(300)' $((sport + 1)) >"$dir/hold.out" &
 hold=$!
-for _ in $(seq 50); do grep -q held "$dir/hold.out" && break; sleep 0.1; done
-grep -q held "$dir/hold.out" || bad "two hosts: port $((sport + 1)) could not be held for the test"
+for _ in $(seq 50); do grep -q "held\|busy" "$dir/hold.out" && break; sleep 0.1; done
+held=1
+if ! grep -q held "$dir/hold.out"; then
+	# Taken by something else on this host (another test): the retry is still what runs, but
+	# its reason is not the test's to assert.
+	held=0
+	echo "note: port $((sport + 1)) not held ($(cat "$dir/hold.out")): the retry's reason not checked"
+fi
 SOFTRDMA_COMPARE_TOKEN=$token timeout 300 "$sr" compare --quick --no-loss -p "$sport" \
 	--json "$dir/r.json" --html "$dir/r.html" 127.0.0.1 >"$dir/remote.out" 2>"$dir/remote.err"
 rc=$?
-kill "$hold"
+kill "$hold" 2>/dev/null
 wait "$hold" 2>/dev/null
 [ $rc -eq 0 ] || {
 	bad "two hosts: exit $rc"
 	tail -n 5 "$dir/remote.err" "$dir/remote.out"
 	tail -n 12 "$dir/server.log"
 }
-python3 - "$dir/r.json" <<'EOF2' || bad "two hosts: the JSON result is not complete"
+python3 - "$dir/r.json" "$held" <<'EOF2' || bad "two hosts: the JSON result is not complete"
 import json, sys
 d = json.load(open(sys.argv[1]))
+held = sys.argv[2] == "1"
 assert d["mode"] == "two hosts" and d["server"] == "127.0.0.1"
 assert all(t.get("server_device") == t.get("device") for t in d["transports"] if t["kind"] == "rdma")
 assert len([s for s in d["latency"]["series"] if "p50_us" in s]) == 4
 assert all(len(s["points"]) == 4 for s in d["bandwidth"]["series"])
 assert "skipped" in d["loss"] and d["errors"] == []
 r = d["retried"]
-assert r and r[0].startswith("RoCEv2 latency 100 B") and "cannot connect" in r[0], r
-assert "cannot listen on TCP port" in r[0] and "Address already in use" in r[0], r
-for x in r[1:]:  # not the test's doing: shown, not failed (the retry is there for them)
+if held:
+    assert r and r[0].startswith("RoCEv2 latency 100 B") and "cannot connect" in r[0], r
+    assert "cannot listen on TCP port" in r[0] and "Address already in use" in r[0], r
+for x in r[1:] if held else r:  # not the test's doing: shown, not failed (the retry is for them)
     print("note: also retried:", x)
 EOF2
 "$sr" compare --quick --no-loss -q -p "$sport" --token "$token" --json "$dir/v.json" \
@@ -231,9 +243,11 @@ wait "$spid"
 rc=$?
 [ $rc -eq 130 ] || bad "--server: SIGINT gave exit $rc"
 grep -q "running softrdma lat -d roce_lo" "$dir/server.log" || bad "--server: no log of its runs"
-grep -q "^Retried, their server not there at first ([1-9][0-9]*):" "$dir/remote.out" ||
-	bad "two hosts: the retried measurement is not shown"
-grep -q '<ul id="retried"' "$dir/r.html" || bad "two hosts: the report does not list the retry"
+if [ $held = 1 ]; then
+	grep -q "^Retried, their server not there at first ([1-9][0-9]*):" "$dir/remote.out" ||
+		bad "two hosts: the retried measurement is not shown"
+	grep -q '<ul id="retried"' "$dir/r.html" || bad "two hosts: the report does not list the retry"
+fi
 echo "ok   two hosts (--server on this host): loopback only, strangers and garbage refused," \
 	"ports bounded, a vanished client noticed, a run served (a server that cannot listen" \
 	"retried), SIGINT ends it"
