@@ -663,12 +663,13 @@ void iwp_posted(struct iwp *p, struct iw_qp *qp)
 
 int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
 {
-	if (p->deferred)
-		run_all(p, false); /* the posts' bytes go before their completions are sought */
 	int got = eng_cq_poll(cq, n, wc);
-	if (got)
+	if (got) {
+		if (p->deferred)
+			run_all(p, false); /* the posts left for this poll (iwp_posted) */
 		return got;
-	p->app_poll = true;
+	}
+	p->app_poll = true; /* the pass sends the posts left for it too */
 	run_all(p, true);
 	p->app_poll = false;
 	return eng_cq_poll(cq, n, wc);

@@ -709,7 +709,7 @@ int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out,
 	memset(out, 0, sizeof(*out));
 	if (eng_resp_pending(qp))
 		n = eng_resp_output(qp, out, buf);
-	if (n == 0 && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)) {
+	if (n == 0 && req_state) {
 		memset(out, 0, sizeof(*out));
 		n = eng_req_output(qp, now_ns, out, buf, &dest);
 		check_drained(qp);

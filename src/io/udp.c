@@ -464,12 +464,11 @@ int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, i
 	 * and io_rx_keep's permutations are mirrored in iov), so one pass without branches finds
 	 * them unchanged. */
 	if (!fixed || pkts != b->fixed_src || n > b->fixed_n) {
+		b->fixed_src = NULL; /* until iov is known to match a fixed array again */
 		uintptr_t diff = 0;
 		for (int i = 0; i < n; i++)
 			diff |= ((uintptr_t)b->iov[i].iov_base ^ (uintptr_t)pkts[i].buf) |
 				(b->iov[i].iov_len ^ pkts[i].cap);
-		if (diff && pkts != b->fixed_src)
-			b->fixed_src = NULL; /* iov changes below */
 		for (int i = 0; diff && i < n; i++) {
 			if (!pkts[i].buf || pkts[i].cap == 0)
 				return -EINVAL;

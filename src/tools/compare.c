@@ -702,7 +702,7 @@ static int measure(struct cmp *c, enum tr t, const char *kind, uint64_t size, do
 	av_add(&k, "%s", addr);
 	double limit = (lat ? (double)c->o.lat_iters * 0.002 : seconds) + 2 * c->o.timeout_s + 10;
 	int r = run_pair(c, &spec, sdev[0], sdev[1], &sp, k.v, &cp, limit, err, errlen);
-	if (r == -1 && strstr(err, "cannot connect to the server")) {
+	if (r == -1 && strstr(err, TOOL_NO_SERVER)) {
 		/* Its server never listened (its port taken on the server's host, say): once more,
 		 * on the next port; said in the result. */
 		add_retried(c, "%s %s %llu B, port %d: %s", trs[t].label,

@@ -316,8 +316,8 @@ static int tcp_connect(struct fl *f)
 		refused = err;
 		usleep(20000);
 	}
-	return fail(f, "cannot connect to the server %s port %d within %.1f s: %s", f->server,
-		    f->port, f->timeout_s, strerror(err));
+	return fail(f, TOOL_NO_SERVER " %s port %d within %.1f s: %s", f->server, f->port,
+		    f->timeout_s, strerror(err));
 }
 
 /* Writes n bytes to a non-blocking TCP socket, spinning (spin) or polling while it is full.
@@ -1799,8 +1799,8 @@ static int tcp_setup_client(struct fl *f, struct stats *st)
 			}
 			if (e == EINTR && stopped())
 				return -EINTR;
-			return fail(f, "cannot connect to the server %s port %d: %s", f->server,
-				    f->port, strerror(e == EINPROGRESS ? ETIMEDOUT : e));
+			return fail(f, TOOL_NO_SERVER " %s port %d: %s", f->server, f->port,
+				    strerror(e == EINPROGRESS ? ETIMEDOUT : e));
 		}
 		char mark = i + 1 == f->iters ? 'L' : 'C';
 		send(fd, &mark, 1, MSG_NOSIGNAL);

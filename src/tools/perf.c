@@ -906,9 +906,8 @@ static int chan_connect(struct perf *pf)
 	if (fd < 0) {
 		if (stop_signal)
 			return -1;
-		return report(pf, "cannot connect to the server %s port %d within %.1f s: %s",
-			      pf->o.server, pf->o.port, pf->o.timeout_s,
-			      last ? strerror(last) : "no answer");
+		return report(pf, TOOL_NO_SERVER " %s port %d within %.1f s: %s", pf->o.server,
+			      pf->o.port, pf->o.timeout_s, last ? strerror(last) : "no answer");
 	}
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

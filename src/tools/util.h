@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/* How the measurement clients (perf.c, floor.c) begin the error of a server they never
+ * reached; compare.c retries such a measurement on another port. */
+#define TOOL_NO_SERVER "cannot connect to the server"
+
 /* A subcommand's signals while it runs: SIGINT and SIGTERM call `handler` (no SA_RESTART, so a
  * blocking call returns EINTR and the subcommand ends cleanly), SIGPIPE is ignored (a write to
  * a peer that went away fails with EPIPE instead). tool_signals_restore puts back what was

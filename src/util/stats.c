@@ -126,10 +126,10 @@ int stats_add(struct stats *s, double ns)
 /* Sorts n samples (finite, >= 0, never -0.0: stats_add): a radix sort on their bits, which
  * for such doubles order as the numbers do (sign 0, then exponent, then mantissa), in passes
  * of RADIX_BITS, skipping a pass where every sample has the same digit (the high bits of
- * samples of one magnitude). About 40 instructions per sample against qsort's 300-350 for
- * 4,000 samples: `softrdma lat` and the floors sort every round trip's time, and that counted
- * in the instructions per round trip that bench/callgrind.sh reports. qsort for few samples,
- * or when there is no memory for the second buffer. */
+ * samples of one magnitude). About 100 instructions per sample under callgrind against
+ * qsort's 300-350 for 4,000 samples: `softrdma lat` and the floors sort every round trip's
+ * time (bench/callgrind.sh subtracts that; a plain callgrind run of them does not). qsort
+ * for few samples, or when there is no memory for the second buffer. */
 #define RADIX_BITS   11
 #define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
 #define RADIX_MIN    256
