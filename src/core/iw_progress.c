@@ -102,9 +102,9 @@ void iwp_app_enter(struct iwp *p, bool poll)
 	mover_enter(&p->mv, poll ? MOVER_IN_POLL : MOVER_IN_POST);
 }
 
-void iwp_app_leave(struct iwp *p, bool poll)
+void iwp_app_leave(struct iwp *p, bool poll, uint64_t now)
 {
-	mover_leave(&p->mv, poll ? MOVER_IN_POLL : MOVER_IN_POST, core_now_ns());
+	mover_leave(&p->mv, poll ? MOVER_IN_POLL : MOVER_IN_POST, now);
 }
 
 static void kick(struct iwp *p);
@@ -552,9 +552,8 @@ static bool run_hot(struct iwp *p, uint64_t now, bool *did, bool *sent)
  * at most that long): a ping-pong's message then costs one system call, its recv, instead of
  * an epoll_wait and the recv (100 B round trips with 1,000 idle QPs open took 1.15x those
  * with none; with few connections each pass reads every one, FEW_CONNS). */
-static bool run_ready(struct iwp *p, bool rx, bool *sent)
+static bool run_ready(struct iwp *p, bool rx, uint64_t now, bool *sent)
 {
-	uint64_t now = core_now_ns();
 	bool did = false;
 	if (rx && run_hot(p, now, &did, sent)) {
 		p->hot_passes++;
@@ -589,13 +588,13 @@ static bool run_ready(struct iwp *p, bool rx, bool *sent)
 	return did;
 }
 
-static bool run_conns(struct iwp *p, bool rx, bool *sent)
+static bool run_conns(struct iwp *p, bool rx, uint64_t now, bool *sent)
 {
 	p->passes++;
 	p->again = false;
 	if (p->nconns > FEW_CONNS)
-		return run_ready(p, rx, sent);
-	return run_every(p, rx, false, core_now_ns(), sent);
+		return run_ready(p, rx, now, sent);
+	return run_every(p, rx, false, now, sent);
 }
 
 /* On loopback, siw places what a peer sends before the sender's send() returns: the
@@ -619,7 +618,7 @@ static void pass_to_neighbours(struct iwp *p)
 			continue;
 		core_lock(q->core);
 		bool sent = false;
-		run_conns(q, true, &sent);
+		run_conns(q, true, core_now_ns(), &sent);
 		core_unlock(q->core);
 	}
 	pthread_mutex_unlock(&procs_lock);
@@ -632,11 +631,11 @@ void iwp_after_unlock(struct iwp *p)
 		pass_to_neighbours(p);
 }
 
-static bool run_all(struct iwp *p, bool rx)
+static bool run_all(struct iwp *p, bool rx, uint64_t now)
 {
 	bool sent = false;
 	p->deferred = 0; /* the pass sends what the posts left */
-	bool did = run_conns(p, rx, &sent);
+	bool did = run_conns(p, rx, now, &sent);
 	if (sent && atomic_load_explicit(&nprocs, memory_order_relaxed) >= 2)
 		atomic_store_explicit(&p->neighbours_due, true, memory_order_relaxed);
 	return did;
@@ -644,33 +643,33 @@ static bool run_all(struct iwp *p, bool rx)
 
 bool iwp_progress(struct iwp *p)
 {
-	return run_all(p, true);
+	return run_all(p, true, core_now_ns());
 }
 
-void iwp_flush(struct iwp *p)
+void iwp_flush(struct iwp *p, uint64_t now)
 {
-	run_all(p, false);
+	run_all(p, false, now);
 }
 
-void iwp_posted(struct iwp *p, struct iw_qp *qp)
+void iwp_posted(struct iwp *p, struct iw_qp *qp, uint64_t now)
 {
 	if (mover_post_waits(&p->mv, p->has_thread, iw_qp_send_cq_waiting(qp), &p->deferred)) {
 		p->tx_deferred++;
 		return;
 	}
-	iwp_flush(p);
+	iwp_flush(p, now);
 }
 
-int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc)
+int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc, uint64_t now)
 {
 	int got = eng_cq_poll(cq, n, wc);
 	if (got) {
 		if (p->deferred)
-			run_all(p, false); /* the posts left for this poll (iwp_posted) */
+			run_all(p, false, now); /* the posts left for this poll (iwp_posted) */
 		return got;
 	}
 	p->app_poll = true; /* the pass sends the posts left for it too */
-	run_all(p, true);
+	run_all(p, true, now);
 	p->app_poll = false;
 	return eng_cq_poll(cq, n, wc);
 }

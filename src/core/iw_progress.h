@@ -139,18 +139,20 @@ void iwp_qp_detach(struct iwp *p, struct iw_qp *qp);
 void iwp_qp_wake(struct iwp *p, struct iw_qp *qp);
 /* Moves what can move on every connection. Under the lock. Returns true if it did anything. */
 bool iwp_progress(struct iwp *p);
-/* post_send: sends what is due now, on the caller's thread. Under the lock. */
-void iwp_flush(struct iwp *p);
+/* post_send: sends what is due now, on the caller's thread. Under the lock. now: the
+ * caller's core_now_ns (the application's calls read the clock once, a poll that finds nothing
+ * being most of them). */
+void iwp_flush(struct iwp *p, uint64_t now);
 /* post_send, after qp took work requests: iwp_flush, or, while the application moves the bytes
  * and has not yet polled the completions of qp's earlier sends, nothing (mover_post_waits):
  * its back-to-back posts then leave in one sendmsg at its next poll (iwp_poll_cq), at the
  * MOVER_DEFER_POSTS-th post, or at the thread's next look, instead of one system call each
  * (RoCE's core_posted). A post that finds those completions polled (every ping-pong) goes at
  * once. Under the lock. */
-void iwp_posted(struct iwp *p, struct iw_qp *qp);
+void iwp_posted(struct iwp *p, struct iw_qp *qp, uint64_t now);
 /* poll_cq: completions from cq (up to n), moving bytes first when it is empty or posts wait
  * (iwp_posted). Under the lock. */
-int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc);
+int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc, uint64_t now);
 /* Right after the lock is let go by a thread that called iwp_progress / iwp_flush /
  * iwp_poll_cq: if that sent bytes while the process has other iWARP contexts, each of them
  * gets a receive pass now (takes their locks one at a time), so that on loopback a peer in
@@ -158,9 +160,10 @@ int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc);
  * context's lock. */
 void iwp_after_unlock(struct iwp *p);
 /* Around the application's polls (poll: true) and posts, before the lock and after the
- * unlock (the thread stays out of its way meanwhile, core/mover.h). */
+ * unlock (the thread stays out of its way meanwhile, core/mover.h); now: the time the call
+ * read under the lock, which the mover takes as that of its last call. */
 void iwp_app_enter(struct iwp *p, bool poll);
-void iwp_app_leave(struct iwp *p, bool poll);
+void iwp_app_leave(struct iwp *p, bool poll, uint64_t now);
 /* The application is about to block for a completion event: the thread takes over now. */
 void iwp_app_blocks(struct iwp *p);
 

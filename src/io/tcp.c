@@ -581,8 +581,12 @@ ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 		msg.msg_iov = clip;
 		msg.msg_iovlen = (size_t)clip_iov(iov, n, c->f_rx_chunk, clip);
 	}
+	/* One buffer (a small message's read, and most polls, which find nothing): recv, which
+	 * skips recvmsg's copying in of the header and the array (about 50 ns a call here). */
 	do {
-		r = recvmsg(c->fd, &msg, MSG_DONTWAIT);
+		r = msg.msg_iovlen == 1
+			? recv(c->fd, msg.msg_iov[0].iov_base, msg.msg_iov[0].iov_len, MSG_DONTWAIT)
+			: recvmsg(c->fd, &msg, MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
 	if (cut && r == (ssize_t)c->f_rx_chunk)
 		fault_count(c, IO_TCP_C_fault_rx_chunks);
@@ -621,8 +625,22 @@ ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 		msg.msg_iov = clip;
 		msg.msg_iovlen = (size_t)clip_iov(iov, n, limit, clip);
 	}
+	/* A small message (a 100 B SEND is a header, the payload and a CRC: three pieces) goes
+	 * as one buffer through send: the kernel's gather of an array cost about 75 ns per send
+	 * here (TCP ping-pong of 124 B, sendmsg of 3 pieces against send of one). */
+	char one[IO_TCP_GATHER_MAX];
+	bool gather = msg.msg_iovlen > 1 && total <= sizeof(one) && limit >= total;
+	if (gather)
+		for (size_t i = 0, at = 0; i < msg.msg_iovlen; at += iov[i].iov_len, i++)
+			memcpy(one + at, iov[i].iov_base, iov[i].iov_len);
 	do {
-		r = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (gather)
+			r = send(c->fd, one, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+		else if (msg.msg_iovlen == 1)
+			r = send(c->fd, msg.msg_iov[0].iov_base, msg.msg_iov[0].iov_len,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		else
+			r = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
 	if (r >= 0) {
 		cnt_add(c->cnt, IO_TCP_C_tx_bytes, (uint64_t)r);

@@ -160,11 +160,14 @@ int io_tcp_fd(const struct io_tcp_conn *c);
  *   -EINVAL      NULL c/dst or len 0. */
 ssize_t io_tcp_recv(struct io_tcp_conn *c, void *dst, size_t len);
 
+#define IO_TCP_GATHER_MAX 512
+
 /* Scatter form of io_tcp_recv: fills iov[0..n) in order (n <= IOV_MAX), same returns. */
 ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n);
 
-/* Sends iov[0..n) (n <= IOV_MAX) with one sendmsg (MSG_NOSIGNAL | MSG_DONTWAIT). The bytes are
- * copied into the kernel: the caller keeps its buffers and may reuse them on return.
+/* Sends iov[0..n) (n <= IOV_MAX) with one system call (MSG_NOSIGNAL | MSG_DONTWAIT): up to
+ * IO_TCP_GATHER_MAX bytes are gathered into one buffer for send, more go by sendmsg. The bytes
+ * are copied into the kernel: the caller keeps its buffers and may reuse them on return.
  * Returns the number of bytes taken, from the start of iov: a partial write (fewer than
  * offered) is normal when the socket buffer fills; offer the rest later (EPOLLOUT). Or:
  *   -EAGAIN      nothing taken, the socket buffer is full;

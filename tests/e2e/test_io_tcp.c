@@ -225,6 +225,43 @@ static void test_basic(const uint8_t *addr, const char *name)
 
 /* Bulk both ways at once through 4 KiB socket buffers: writes are partial and hit EAGAIN;
  * the receiver reads into randomly sized destinations; every byte arrives in order. */
+/* Small sends are gathered into one buffer (up to IO_TCP_GATHER_MAX bytes), larger ones go
+ * by sendmsg: either way the bytes arrive whole and in order, pieces of every size. */
+static void test_gather(const uint8_t *addr)
+{
+	struct io_tcp_conn *c, *s;
+
+	REQUIRE(make_pair(addr, NULL, NULL, &c, &s));
+	for (size_t total = IO_TCP_GATHER_MAX - 1; total <= IO_TCP_GATHER_MAX + 1; total++) {
+		uint8_t out[IO_TCP_GATHER_MAX + 1], in[IO_TCP_GATHER_MAX + 8];
+		struct iovec iov[40];
+		int n = 0;
+
+		for (size_t i = 0; i < total; i++)
+			out[i] = (uint8_t)(i * 7 + total);
+		/* pieces of 1, 2, ... bytes, the last one what is left */
+		for (size_t at = 0, len = 1; at < total; at += len, len++) {
+			if (len > total - at)
+				len = total - at;
+			iov[n++] = (struct iovec){out + at, len};
+		}
+		REQUIRE(n <= 40);
+		CHECK_EQ(io_tcp_sendv(c, iov, n), (ssize_t)total);
+		size_t got = 0;
+		while (got < total) {
+			REQUIRE(wait_fd(io_tcp_fd(s), POLLIN, WAIT_MS));
+			ssize_t r = io_tcp_recv(s, in + got, sizeof(in) - got);
+			REQUIRE(r > 0);
+			got += (size_t)r;
+		}
+		CHECK_EQ(got, total);
+		CHECK_MEM(in, out, total);
+	}
+	CHECK_EQ(cnt(c, IO_TCP_C_tx_bytes), 3 * IO_TCP_GATHER_MAX);
+	io_tcp_close(c);
+	io_tcp_close(s);
+}
+
 static void test_bulk(const uint8_t *addr)
 {
 	enum { LEN = 2 << 20 };
@@ -450,6 +487,7 @@ int main(void)
 	test_args();
 	test_basic(v4, "127.0.0.1");
 	test_basic(v6, "::1");
+	test_gather(v4);
 	test_bulk(v4);
 	test_bulk(v6);
 	test_refused(v4);
