@@ -173,6 +173,11 @@ struct io_udp_config {
 	int ifindex;
 };
 
+/* What the sockets send with unless a packet asks otherwise (io_pkt tos and ttl; only a
+ * different value costs the kernel ancillary data to parse). */
+#define IO_UDP_SOCK_TOS 0
+#define IO_UDP_SOCK_TTL 64
+
 /* One packet: a UDP payload (BTH .. ICRC) and its addressing. The buffer is always the caller's. */
 struct io_pkt {
 	uint8_t *buf;	 /* payload bytes (caller-owned) */
@@ -184,7 +189,7 @@ struct io_pkt {
 	uint16_t sport;	 /* recv: sender's UDP port; send: source port (see io_udp_sport_get) */
 	uint16_t dport;	 /* recv: our port; send: destination UDP port (normally 4791) */
 	uint8_t tos;	 /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN); recv: as received */
-	uint8_t ttl;	 /* IPv4 TTL / IPv6 hop limit; send: 0 means the kernel default (64) */
+	uint8_t ttl;	 /* IPv4 TTL / IPv6 hop limit; send: 0 means IO_UDP_SOCK_TTL */
 	uint8_t train;	 /* send: 0 or 1, alone; k > 1, the first of a GSO train of k packets
 			  * (see "GSO trains" below); recv: the packet's place in the datagram
 			  * GRO coalesced it into (0: the first, or alone), which is its place

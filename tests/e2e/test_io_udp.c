@@ -269,29 +269,40 @@ static void test_rx_tx(void)
 			    .tos = 0x48,
 			    .ttl = 33};
 	mapped(tx.dst, "127.0.0.1");
-	CHECK_EQ(io_udp_send(io, &tx, 1), 1);
-	char cbuf[256];
+	/* Each with the TOS and TTL asked for, whether that takes ancillary data (a value other
+	 * than the socket's own) or not: {tos, ttl asked, ttl expected}, 0 being the default. */
+	static const int tos_ttl[][3] = {{0x48, 33, 33}, {0, 64, 64}, {0, 0, 64},
+					 {0x48, 64, 64}, {0, 33, 33}, {0x03, 0, 64}};
 	struct sockaddr_in from;
-	struct iovec iov = {.iov_base = b, .iov_len = sizeof(b)};
-	struct msghdr mh = {.msg_name = &from,
-			    .msg_namelen = sizeof(from),
-			    .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	ssize_t r = recvmsg(pfd, &mh, 0);
-	CHECK_EQ(r, sizeof(payload));
-	CHECK_MEM(b, payload, sizeof(payload));
-	CHECK_EQ(ntohs(from.sin_port), c.port);
-	int tos = -1, ttl = -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_type == IP_TOS)
-			tos = *(uint8_t *)CMSG_DATA(cm);
-		if (cm->cmsg_type == IP_TTL)
-			memcpy(&ttl, CMSG_DATA(cm), sizeof(int));
+	ssize_t r;
+	for (size_t k = 0; k < sizeof(tos_ttl) / sizeof(tos_ttl[0]); k++) {
+		tx.tos = (uint8_t)tos_ttl[k][0];
+		tx.ttl = (uint8_t)tos_ttl[k][1];
+		CHECK_EQ(io_udp_send(io, &tx, 1), 1);
+		char cbuf[256];
+		struct iovec iov = {.iov_base = b, .iov_len = sizeof(b)};
+		struct msghdr mh = {.msg_name = &from,
+				    .msg_namelen = sizeof(from),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf,
+				    .msg_controllen = sizeof(cbuf)};
+		r = recvmsg(pfd, &mh, 0);
+		CHECK_EQ(r, sizeof(payload));
+		CHECK_MEM(b, payload, sizeof(payload));
+		CHECK_EQ(ntohs(from.sin_port), c.port);
+		int tos = -1, ttl = -1;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_type == IP_TOS)
+				tos = *(uint8_t *)CMSG_DATA(cm);
+			if (cm->cmsg_type == IP_TTL)
+				memcpy(&ttl, CMSG_DATA(cm), sizeof(int));
+		}
+		CHECK_EQ(tos, tos_ttl[k][0]);
+		CHECK_EQ(ttl, tos_ttl[k][2]);
 	}
-	CHECK_EQ(tos, 0x48);
-	CHECK_EQ(ttl, 33);
+	tx.tos = 0x48;
+	tx.ttl = 33;
 
 	/* a source-port socket, and a batch over two source ports */
 	uint16_t sp = free_port();
@@ -301,7 +312,7 @@ static void test_rx_tx(void)
 	for (int i = 0; i < 5; i++) {
 		batch[i] = tx;
 		batch[i].sport = i < 3 ? sp : c.port;
-		batch[i].ttl = 0; /* kernel default */
+		batch[i].ttl = 0; /* the socket's own */
 	}
 	CHECK_EQ(io_udp_send(io, batch, 5), 5);
 	for (int i = 0; i < 5; i++) {
