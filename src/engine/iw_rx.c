@@ -153,7 +153,11 @@ static int hdr_send(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 		rw = eng_rq_peek(qp->rq);
 		if (!rw)
 			return -IW_E_U_NO_BUF;
-		r->rwqe = *rw; /* copied out: an SRQ slot is free again at once */
+		/* Copied out (an SRQ slot is free again at once): the SGEs it has, not all 16. */
+		r->rwqe.wr_id = rw->wr_id;
+		r->rwqe.num_sge = rw->num_sge;
+		r->rwqe.length = rw->length;
+		memcpy(r->rwqe.sge, rw->sge, rw->num_sge * sizeof(rw->sge[0]));
 		eng_rq_pop(qp->rq);
 		r->u_active = true;
 		r->u_op = h->opcode;
