@@ -4,6 +4,10 @@
 # raw-socket floors (softrdma compare --floor udp-*/tcp-*), on 127.0.0.1:
 #   - 100 B SEND round trips (softrdma lat; floors: UDP / TCP ping-pong)
 #   - 64 KiB RDMA WRITEs (softrdma bw -V write; floors: UDP datagrams, a TCP stream)
+# The round trips' client and server are sr_perf (bench/sr_perf.c: perftest's loop, nothing
+# else per message), so that the count is softrdma's and not a tool's: `softrdma lat` also
+# checks and clears each message's ends (about 1,100 instructions per round trip of its own,
+# bench/README.md 2026-12-07).
 # One side runs under callgrind (whole process, all threads), the other natively, each test
 # twice, with N1 and N2 messages: instructions/msg = (Ir(N2) - Ir(N1)) / (N2 - N1), which
 # cancels start-up and connection set-up. Client side always; server side in a second pair.
@@ -36,12 +40,13 @@ if ! command -v valgrind >/dev/null; then
 		"(scripts/install-deps.sh does)" >&2
 	exit 1
 fi
-if [ ! -x "$build/softrdma" ]; then
-	echo "callgrind.sh: building softrdma in $build" >&2
-	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build "$build" -j "$(nproc)" >/dev/null
+if [ ! -x "$build/softrdma" ] || [ ! -x "$build/sr_perf" ]; then
+	echo "callgrind.sh: building softrdma and sr_perf in $build" >&2
+	[ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$build" -j "$(nproc)" --target softrdma_cli sr_perf >/dev/null
 fi
 sr=$(cd "$build" && pwd)/softrdma
+srp=$(cd "$build" && pwd)/sr_perf
 if [ $quick = 1 ]; then
 	[ "$repeat_set" = 1 ] || repeat=2
 	lat_n1=500 lat_n2=1000 bw_n1=250 bw_n2=500
@@ -75,11 +80,12 @@ else
 fi
 limit=300 # seconds, any one process (the one under callgrind is ~50x slower than natively)
 
-# args TEST: the command line (after 'softrdma') of TEST's server, without -n/-p.
+# args TEST: the command line of TEST's server, without -n/-p ('sr_perf' first, or after
+# 'softrdma'); the client adds its own (cli_args).
 args() {
 	case "$1" in
-	roce-lat) echo "lat -d roce_lo -s 100" ;;
-	iw-lat) echo "lat -d iwarp_lo -s 100" ;;
+	roce-lat) echo "sr_perf -d roce_lo" ;;
+	iw-lat) echo "sr_perf -d iwarp_lo" ;;
 	udp-lat) echo "compare --floor udp-lat --server -s 100" ;;
 	tcp-lat) echo "compare --floor tcp-lat --server -s 100" ;;
 	roce-bw) echo "bw -d roce_lo -V write -s 65536" ;;
@@ -93,29 +99,41 @@ args() {
 # side natively; sets IR to the callgrind process's total Ir (returns 1 on failure).
 ir() {
 	local t=$1 side=$2 n=$3 a srv=() cli=() sp cp rc=0 f
-	for a in $(args "$t") -n "$n" -p "$port" --timeout 60; do
-		srv+=("$a")
-		[ "$a" = --server ] || cli+=("$a")
-	done
-	cli+=(127.0.0.1)
+	set -- $(args "$t")
+	if [ "$1" = sr_perf ]; then
+		shift
+		srv=("$srp" "$@" -p "$port")
+		cli=("$srp" "$@" -p "$port" -t lat -s 100 -n "$n" 127.0.0.1)
+	else
+		srv=("$sr") cli=("$sr")
+		for a in "$@" -n "$n" -p "$port" --timeout 60; do
+			srv+=("$a")
+			[ "$a" = --server ] || cli+=("$a")
+		done
+		cli+=(127.0.0.1)
+	fi
+	local lport=$port
 	port=$((port + 1))
 	rm -f "$T"/cg.out.*
 	if [ "$side" = server ]; then
-		timeout $limit "${CG[@]}" "${VG[@]}" "$sr" "${srv[@]}" > "$T/server.log" 2>&1 &
+		timeout $limit "${CG[@]}" "${VG[@]}" "${srv[@]}" > "$T/server.log" 2>&1 &
 	else
-		"${PEER[@]}" timeout $limit "$sr" "${srv[@]}" > "$T/server.log" 2>&1 &
+		"${PEER[@]}" timeout $limit "${srv[@]}" > "$T/server.log" 2>&1 &
 	fi
 	sp=$!; pids+=("$sp")
-	# Start the client once the server listens: a server under callgrind busy-polls while it
-	# waits, and the floors' UDP client only resends after 1 s.
+	# Start the client once the server listens (says so, or its TCP port does): a server
+	# under callgrind busy-polls while it waits, and the floors' UDP client only resends
+	# after 1 s.
 	for _ in $(seq 600); do
-		grep -qi "waiting for" "$T/server.log" 2>/dev/null || ! kill -0 "$sp" 2>/dev/null && break
+		grep -qi "waiting for" "$T/server.log" 2>/dev/null ||
+			[ -n "$(ss -Hltn "sport = :$lport" 2>/dev/null)" ] ||
+			! kill -0 "$sp" 2>/dev/null && break
 		sleep 0.1
 	done
 	if [ "$side" = server ]; then
-		"${PEER[@]}" timeout $limit "$sr" "${cli[@]}" > "$T/client.log" 2>&1 &
+		"${PEER[@]}" timeout $limit "${cli[@]}" > "$T/client.log" 2>&1 &
 	else
-		timeout $limit "${CG[@]}" "${VG[@]}" "$sr" "${cli[@]}" > "$T/client.log" 2>&1 &
+		timeout $limit "${CG[@]}" "${VG[@]}" "${cli[@]}" > "$T/client.log" 2>&1 &
 	fi
 	cp=$!; pids+=("$cp")
 	wait "$cp" || rc=$?
@@ -127,13 +145,16 @@ ir() {
 		return 1
 	fi
 	# One out file (callgrind counts all threads together); its "totals:" line is Ir. Less
-	# the latency tools' statistics (stats_finalize: a sort of the N samples, n log n, not
-	# per message), from callgrind_annotate's inclusive cost.
+	# the latency tools' statistics (a sort of the N samples, n log n, not per message:
+	# stats_finalize, or sr_perf's qsort where there is none), from callgrind_annotate's
+	# inclusive cost.
 	f=$(ls "$T"/cg.out.* 2>/dev/null | head -n 1)
 	IR=$( [ -n "$f" ] && sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$f" | head -n 1)
 	[ -n "$IR" ] || { echo "callgrind.sh: $t: no callgrind totals" >&2; return 1; }
 	STATS=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
-		awk '/:stats_finalize \[/ {gsub(",", "", $1); s += $1} END {print s + 0}')
+		awk '/:stats_finalize \[/ {gsub(",", "", $1); s += $1}
+		     /msort.c:qsort \[/ {gsub(",", "", $1); q += $1}
+		     END {print (s ? s : q) + 0}')
 	IR=$((IR - STATS))
 }
 
@@ -160,7 +181,12 @@ per_msg() {
 		if ir_min "$t" "$side" "$n2"; then
 			b=$IR
 			raw+=("$(printf "%-9s %-7s Ir(%d) = %11d   Ir(%d) = %11d   (stats: %d)" "$t" "$side" "$n1" "$a" "$n2" "$b" "$STATS")")
-			PER=$(awk -v a="$a" -v b="$b" -v n1="$n1" -v n2="$n2" 'BEGIN{printf "%.0f", (b - a) / (n2 - n1)}')
+			# sr_perf makes n/10 unmeasured warm-up round trips before its n.
+			local m1=$n1 m2=$n2
+			if [ "$(args "$t" | cut -d' ' -f1)" = sr_perf ]; then
+				m1=$((n1 + n1 / 10)) m2=$((n2 + n2 / 10))
+			fi
+			PER=$(awk -v a="$a" -v b="$b" -v n1="$m1" -v n2="$m2" 'BEGIN{printf "%.0f", (b - a) / (n2 - n1)}')
 			return 0
 		fi
 	fi
@@ -186,7 +212,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 > 0 && b+0 > 0) printf "%.2f",
 row() { printf "| %-22s | %12s | %12s | %-22s |\n" "$1" "${C[$2]}" "${S[$2]}" "$3"; }
 echo
 echo "Instructions per message (callgrind Ir, (Ir(N2) - Ir(N1)) / (N2 - N1); round trips:" \
-	"N = $lat_n1/$lat_n2, 64 KiB writes: N = $bw_n1/$bw_n2; least of $repeat runs; $(($(date +%s) - start)) s)"
+	"N = $lat_n1/$lat_n2 (softrdma's: sr_perf, which adds N/10 of warm-up, counted), 64 KiB" \
+	"writes: N = $bw_n1/$bw_n2; least of $repeat runs; $(($(date +%s) - start)) s)"
 echo
 printf "| %-22s | %12s | %12s | %-22s |\n" test "client Ir/msg" "server Ir/msg" "ratio to the floor (client)"
 echo "|------------------------|-------------:|-------------:|------------------------|"
