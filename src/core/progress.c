@@ -105,6 +105,7 @@ struct core_ctx {
 	struct tmheap timers;
 	struct core_qp *run_head, *run_tail;
 	uint32_t deferred; /* posts left for the next poll (core_posted) since the last output */
+	bool out_held;	   /* a poll has let the output wait once more (core_poll_cq) */
 	bool rx_full;	   /* the last receive filled its batch: more may wait */
 	uint64_t counters[CORE_CNT__COUNT];
 	struct core_ah *ahs; /* grown on ibv_create_ah (control path); index 0 unused */
@@ -696,6 +697,7 @@ static bool run_output(struct core_ctx *c, uint64_t now)
 	struct core_qp *s = c->run_head;
 	c->run_head = c->run_tail = NULL;
 	c->deferred = 0;
+	c->out_held = false;
 	while (s) {
 		struct core_qp *next = s->next_run;
 		s->queued = false;
@@ -1123,8 +1125,20 @@ int core_poll_cq(struct core_ctx *c, struct eng_cq *cq, int n, struct ibv_wc *wc
 		return eng_cq_poll(cq, n, wc);
 	uint64_t now = 0;
 	/* What the previous call left due (ACKs) goes first: its completions are with the
-	 * application by now. */
+	 * application by now. Unless no post waits in it, the output may wait, and this call
+	 * finds completions already there: then the ACKs wait one call more, for the reply the
+	 * application is about to post (core_posted sends both in one system call, one GSO
+	 * train; a ping-pong's server sent the ACK of each request with a system call of its
+	 * own, between the request and the reply). Once only, so that a stream's receiver, whose
+	 * every poll finds completions, still acknowledges every other call. */
 	if (c->run_head) {
+		if (!c->out_held && c->deferred == 0 && output_may_wait(c)) {
+			int got = eng_cq_poll(cq, n, wc);
+			if (got) {
+				c->out_held = true;
+				return got;
+			}
+		}
 		now = core_now_ns();
 		run_output(c, now);
 	}
