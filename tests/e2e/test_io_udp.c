@@ -98,6 +98,37 @@ static int recv_wait(struct io_udp *io, struct io_pkt *pkts, int n, int ms)
 	return got;
 }
 
+/* Receives one datagram on fd into b, its sender into from, and the IPv4 TOS and TTL (or IPv6
+ * traffic class and hop limit) it came with into *tos and *ttl (-1: not reported). Returns
+ * recvmsg's result. */
+static ssize_t recv_tos_ttl(int fd, void *b, size_t len, void *from, socklen_t fromlen, int *tos,
+			    int *ttl)
+{
+	char cbuf[256];
+	struct iovec iov = {.iov_base = b, .iov_len = len};
+	struct msghdr mh = {.msg_name = from,
+			    .msg_namelen = fromlen,
+			    .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	ssize_t r = recvmsg(fd, &mh, 0);
+
+	*tos = *ttl = -1;
+	for (struct cmsghdr *cm = r >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
+	     cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS)
+			*tos = *(uint8_t *)CMSG_DATA(cm); /* one byte (ip_cmsg_recv_tos) */
+		else if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TTL)
+			memcpy(ttl, CMSG_DATA(cm), sizeof(int));
+		else if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_TCLASS)
+			memcpy(tos, CMSG_DATA(cm), sizeof(int));
+		else if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_HOPLIMIT)
+			memcpy(ttl, CMSG_DATA(cm), sizeof(int));
+	}
+	return r;
+}
+
 static uint64_t counter(struct io_udp *io, enum io_udp_counter c)
 {
 	uint64_t v[IO_UDP_NCOUNTERS];
@@ -279,25 +310,11 @@ static void test_rx_tx(void)
 		tx.tos = (uint8_t)tos_ttl[k][0];
 		tx.ttl = (uint8_t)tos_ttl[k][1];
 		CHECK_EQ(io_udp_send(io, &tx, 1), 1);
-		char cbuf[256];
-		struct iovec iov = {.iov_base = b, .iov_len = sizeof(b)};
-		struct msghdr mh = {.msg_name = &from,
-				    .msg_namelen = sizeof(from),
-				    .msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = cbuf,
-				    .msg_controllen = sizeof(cbuf)};
-		r = recvmsg(pfd, &mh, 0);
+		int tos, ttl;
+		r = recv_tos_ttl(pfd, b, sizeof(b), &from, sizeof(from), &tos, &ttl);
 		CHECK_EQ(r, sizeof(payload));
 		CHECK_MEM(b, payload, sizeof(payload));
 		CHECK_EQ(ntohs(from.sin_port), c.port);
-		int tos = -1, ttl = -1;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_type == IP_TOS)
-				tos = *(uint8_t *)CMSG_DATA(cm);
-			if (cm->cmsg_type == IP_TTL)
-				memcpy(&ttl, CMSG_DATA(cm), sizeof(int));
-		}
 		CHECK_EQ(tos, tos_ttl[k][0]);
 		CHECK_EQ(ttl, tos_ttl[k][2]);
 	}
@@ -500,23 +517,9 @@ static void test_ipv6(void)
 			    .ttl = 7};
 	memcpy(tx.dst, &in6addr_loopback, 16);
 	CHECK_EQ(io_udp_send(io, &tx, 1), 1);
-	char cbuf[256];
 	struct sockaddr_in6 from;
-	struct iovec iov = {.iov_base = b, .iov_len = sizeof(b)};
-	struct msghdr mh = {.msg_name = &from,
-			    .msg_namelen = sizeof(from),
-			    .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	CHECK_EQ(recvmsg(fd, &mh, 0), sizeof(payload));
-	int tc = -1, hl = -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_type == IPV6_TCLASS)
-			memcpy(&tc, CMSG_DATA(cm), sizeof(int));
-		if (cm->cmsg_type == IPV6_HOPLIMIT)
-			memcpy(&hl, CMSG_DATA(cm), sizeof(int));
-	}
+	int tc, hl;
+	CHECK_EQ(recv_tos_ttl(fd, b, sizeof(b), &from, sizeof(from), &tc, &hl), sizeof(payload));
 	CHECK_EQ(tc, 0x2C);
 	CHECK_EQ(hl, 7);
 	CHECK_EQ(ntohs(from.sin6_port), c.port);
