@@ -631,8 +631,8 @@ ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 	char one[IO_TCP_GATHER_MAX];
 	bool gather = msg.msg_iovlen > 1 && total <= sizeof(one) && limit >= total;
 	if (gather)
-		for (size_t i = 0, at = 0; i < msg.msg_iovlen; at += iov[i].iov_len, i++)
-			memcpy(one + at, iov[i].iov_base, iov[i].iov_len);
+		for (size_t i = 0, at = 0; i < msg.msg_iovlen; at += msg.msg_iov[i].iov_len, i++)
+			memcpy(one + at, msg.msg_iov[i].iov_base, msg.msg_iov[i].iov_len);
 	do {
 		if (gather)
 			r = send(c->fd, one, total, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "io/io_int.h"
+#include "io/mcast.h"
 #include "io/steer.h"
 
 #define SPORT_RCVBUF 4096 /* source-port sockets never receive RoCE traffic */
@@ -761,7 +762,7 @@ static bool build_tx(struct io_udp *io, int m, int *iv, const struct io_pkt *pkt
 	 * from the socket's own (make_socket): parsing them cost about 0.1 us per datagram here
 	 * (a UDP ping-pong of 148 B with both against one with none). Multicast leaves with the
 	 * socket's multicast TTL (1) unless told. */
-	bool mcast = io->family == AF_INET ? (pkt->dst[12] & 0xf0) == 0xe0 : pkt->dst[0] == 0xff;
+	bool mcast = io_mcast_gid_is_mcast(pkt->dst);
 	bool want_tos = tos != IO_UDP_SOCK_TOS;
 	bool want_ttl = ttl && (ttl != IO_UDP_SOCK_TTL || mcast);
 	size_t ctl = 0;

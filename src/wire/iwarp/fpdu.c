@@ -26,14 +26,12 @@ static size_t cur_left(const struct cur *c)
 
 static uint64_t get_be(struct cur *c, unsigned n)
 {
-	uint64_t v = 0;
-
 	if (cur_left(c) < n) {
 		c->bad = true;
 		c->off = c->len;
 		return 0;
 	}
-	/* n is a constant at every call: one load and a byte swap, not n shifts. */
+	/* n is 2, 4 or 8, a constant at every call: one load and a byte swap. */
 	const uint8_t *p = c->p + c->off;
 	c->off += n;
 	switch (n) {
@@ -47,15 +45,11 @@ static uint64_t get_be(struct cur *c, unsigned n)
 		memcpy(&x, p, 4);
 		return be32toh(x);
 	}
-	case 8: {
+	default: { /* 8: the only other width these headers have */
 		uint64_t x;
 		memcpy(&x, p, 8);
 		return be64toh(x);
 	}
-	default:
-		for (unsigned i = 0; i < n; i++)
-			v = v << 8 | p[i];
-		return v;
 	}
 }
 
@@ -97,14 +91,10 @@ static void put_be(struct put *w, uint64_t v, unsigned n)
 		memcpy(p, &x, 4);
 		return;
 	}
-	case 8: {
+	default: { /* 8 */
 		uint64_t x = htobe64(v);
 		memcpy(p, &x, 8);
-		return;
 	}
-	default:
-		for (unsigned i = 0; i < n; i++)
-			p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
 	}
 }
 
@@ -533,6 +523,16 @@ static int hdr_complete(struct iw_rx *rx, struct iw_rx_ev *ev)
 	return IW_RX_HDR;
 }
 
+/* ULPDU_LENGTH within what this receiver takes and at least the smallest header: 0 or -IW_E_*. */
+static int ulpdu_check(const struct iw_rx *rx, uint16_t ulpdu_len)
+{
+	if (ulpdu_len > rx->max_ulpdu)
+		return -IW_E_ULPDU_TOO_BIG;
+	if (ulpdu_len < IW_DDP_TAGGED_HDR_LEN)
+		return -IW_E_ULPDU_LEN;
+	return 0;
+}
+
 int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, struct iw_rx_ev *ev)
 {
 	size_t pos = 0;
@@ -551,9 +551,9 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 	 * then fail as they always have. */
 	if (rx->state == RXS_HDR && rx->have == 0 && len >= IW_FPDU_LEN_SIZE + 2) {
 		uint16_t ulpdu = be16(buf);
-		r = ulpdu > rx->max_ulpdu || ulpdu < IW_DDP_TAGGED_HDR_LEN
-			? -1
-			: ctrl_check(be16(buf + IW_FPDU_LEN_SIZE), ulpdu);
+		r = ulpdu_check(rx, ulpdu);
+		if (r == 0)
+			r = ctrl_check(be16(buf + IW_FPDU_LEN_SIZE), ulpdu);
 		if (r >= 0 && len >= IW_FPDU_LEN_SIZE + (size_t)r) {
 			rx->ulpdu_len = ulpdu;
 			rx->hdr_len = (uint16_t)r;
@@ -578,10 +578,9 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 				break;
 			if (rx->have == IW_FPDU_LEN_SIZE) {
 				rx->ulpdu_len = be16(rx->raw);
-				if (rx->ulpdu_len > rx->max_ulpdu)
-					return rx_fail(rx, -IW_E_ULPDU_TOO_BIG);
-				if (rx->ulpdu_len < IW_DDP_TAGGED_HDR_LEN)
-					return rx_fail(rx, -IW_E_ULPDU_LEN);
+				r = ulpdu_check(rx, rx->ulpdu_len);
+				if (r < 0)
+					return rx_fail(rx, r);
 				rx->need = IW_FPDU_LEN_SIZE + 2;
 				break;
 			}
