@@ -463,8 +463,24 @@ static int feed(struct iw_qp *qp, const uint8_t *buf, size_t n, size_t *fed)
 	while (pos < n) {
 		struct iw_rx_ev ev;
 		size_t used = 0;
-		int ret = iw_rx_step(&r->p, buf + pos, n - pos, &used, &ev);
-		int err = 0;
+		int ret, err = 0;
+
+		/* A whole FPDU at hand (small messages): its header, payload and end at once. */
+		if (!r->have_hdr && iw_rx_fpdu(&r->p, buf + pos, n - pos, &used, &ev)) {
+			pos += used;
+			*fed = pos;
+			IW_ADD(qp, rx_bytes, used);
+			err = on_hdr(qp, &ev);
+			if (err)
+				return iw_fatal(qp, err, ev.raw, ev.raw_len);
+			if (ev.len)
+				on_data(qp, &ev);
+			err = on_end(qp, &ev);
+			if (err)
+				return err;
+			continue;
+		}
+		ret = iw_rx_step(&r->p, buf + pos, n - pos, &used, &ev);
 
 		pos += used;
 		*fed = pos;

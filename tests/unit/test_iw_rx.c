@@ -166,7 +166,12 @@ struct log {
 	bool open;
 	uint32_t seen, pcrc;
 	struct ent cur;
+	size_t whole; /* FPDUs taken by iw_rx_fpdu */
 };
+
+/* Whether feed() tries iw_rx_fpdu at every FPDU boundary before iw_rx_step, as the engine
+ * does: every test runs both ways, and must see the same FPDUs and the same errors. */
+static bool whole_first;
 
 /* Feeds s[from, to) as one chunk (an exact-size heap copy); checks every event. */
 static int feed(struct iw_rx *rx, const uint8_t *s, size_t from, size_t to, struct log *lg)
@@ -179,6 +184,35 @@ static int feed(struct iw_rx *rx, const uint8_t *s, size_t from, size_t to, stru
 	REQUIRE(c);
 	memcpy(c, s + from, len);
 	do {
+		if (whole_first && !lg->open) {
+			/* The engine's order: the shortcut first at every FPDU boundary. */
+			int w = iw_rx_fpdu(rx, c + pos, len - pos, &used, &ev);
+			CHECK(w == 0 || w == 1);
+			if (w == 1) {
+				REQUIRE(used <= len - pos);
+				CHECK_EQ(used, iw_fpdu_len(ev.ulpdu_len));
+				CHECK_EQ(ev.raw_len, 2 + iw_hdr_len(ev.hdr));
+				CHECK_EQ(ev.len, ev.payload_len);
+				CHECK_EQ(ev.off, 0);
+				CHECK(ev.len ? ev.data == c + pos + ev.raw_len : ev.data == NULL);
+				memset(&lg->cur, 0, sizeof(lg->cur));
+				lg->cur.raw_len = ev.raw_len;
+				memcpy(lg->cur.raw, ev.raw, ev.raw_len);
+				lg->cur.payload_len = ev.payload_len;
+				lg->cur.payload_crc = ev.len ? crc32c(0, ev.data, ev.len) : 0;
+				memcpy(lg->cur.pad, ev.pad, 3);
+				lg->cur.pad_len = ev.pad_len;
+				lg->cur.crc = ev.crc;
+				lg->e = grow(lg->e, &lg->cap, lg->n + 1, sizeof(*lg->e));
+				lg->e[lg->n++] = lg->cur;
+				lg->whole++;
+				pos += used;
+				lg->consumed += used;
+				r = IW_RX_END;
+				continue;
+			}
+			CHECK_EQ(used, 0);
+		}
 		r = iw_rx_step(rx, c + pos, len - pos, &used, &ev);
 		REQUIRE(used <= len - pos);
 		pos += used;
@@ -261,10 +295,12 @@ static void test_generated(void)
 		/* one piece */
 		log_reset(&lg);
 		iw_rx_init(&rx, crc, 0);
+		lg.whole = 0;
 		feed(&rx, s.b, 0, s.n, &lg);
 		CHECK(log_matches(&lg, &s));
 		CHECK(iw_rx_idle(&rx));
 		CHECK_EQ(rx.fpdus, s.ne);
+		CHECK_EQ(lg.whole, whole_first ? s.ne : 0); /* in one piece, every FPDU is whole */
 		CHECK(strcmp(iw_rx_state_name(&rx), "HDR") == 0);
 		/* random segmentations: mostly tiny pieces, some medium, some large */
 		for (int run = 0; run < 6; run++) {
@@ -622,12 +658,59 @@ static void test_garbage(void)
 	CHECK(errs > 1000);
 }
 
+/* The shortcut takes whole, good FPDUs only: a bad CRC, a cut-short FPDU or one begun by
+ * iw_rx_step are left to iw_rx_step, untouched. */
+static void test_whole(void)
+{
+	uint8_t b[4096];
+	struct iw_hdr h;
+	struct iw_rx rx;
+	struct iw_rx_ev ev;
+	size_t used = 99, n;
+
+	iw_hdr_init(&h, IW_OP_SEND);
+	h.msn = 1;
+	n = mk(b, &h, 100, true);
+	iw_rx_init(&rx, true, 0);
+	CHECK_EQ(iw_rx_fpdu(&rx, b, n - 1, &used, &ev), 0);
+	CHECK_EQ(used, 0);
+	CHECK_EQ(iw_rx_fpdu(&rx, b, n, &used, &ev), 1);
+	CHECK_EQ(used, n);
+	CHECK_EQ(ev.hdr->opcode, IW_OP_SEND);
+	CHECK_EQ(ev.hdr->msn, 1);
+	CHECK(iw_rx_idle(&rx));
+	CHECK_EQ(rx.fpdus, 1);
+	/* a flipped payload bit: not taken; iw_rx_step reports the CRC at the FPDU's end */
+	b[30] ^= 4;
+	CHECK_EQ(iw_rx_fpdu(&rx, b, n, &used, &ev), 0);
+	CHECK_EQ(used, 0);
+	CHECK(iw_rx_idle(&rx));
+	EXPECT_ERR(b, n, true, 0, -IW_E_CRC, n);
+	/* CRC off: the same bytes are a good FPDU */
+	iw_rx_init(&rx, false, 0);
+	CHECK_EQ(iw_rx_fpdu(&rx, b, n, &used, &ev), 1);
+	/* one byte in through iw_rx_step: the rest is no FPDU start */
+	iw_rx_init(&rx, true, 0);
+	b[30] ^= 4;
+	CHECK_EQ(iw_rx_step(&rx, b, 1, &used, &ev), IW_RX_NEED_MORE);
+	CHECK_EQ(iw_rx_fpdu(&rx, b + 1, n - 1, &used, &ev), 0);
+	CHECK_EQ(used, 0);
+	CHECK_EQ(iw_rx_fpdu(&rx, NULL, 0, &used, &ev), 0);
+}
+
 int main(void)
 {
-	rng_state = check_seed(7);
-	test_generated();
-	test_truncation();
-	test_malformed();
-	test_garbage();
+	uint64_t seed = check_seed(7);
+	for (int way = 0; way < 2; way++) {
+		whole_first = way == 1;
+		rng_state = seed;
+		fprintf(stderr, "-- %s\n",
+			whole_first ? "iw_rx_fpdu first, then iw_rx_step" : "iw_rx_step");
+		test_generated();
+		test_truncation();
+		test_malformed();
+		test_garbage();
+	}
+	test_whole();
 	return check_exit();
 }

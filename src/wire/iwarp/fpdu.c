@@ -648,6 +648,47 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 	return IW_RX_NEED_MORE;
 }
 
+int iw_rx_fpdu(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, struct iw_rx_ev *ev)
+{
+	uint16_t ulpdu;
+	size_t whole;
+	unsigned pad;
+	int hl;
+
+	*used = 0;
+	if (rx->state != RXS_HDR || rx->have != 0 || !buf || len < IW_FPDU_LEN_SIZE + 2)
+		return 0;
+	ulpdu = be16(buf);
+	whole = iw_fpdu_len(ulpdu);
+	if (len < whole || ulpdu_check(rx, ulpdu) < 0)
+		return 0;
+	hl = ctrl_check(be16(buf + IW_FPDU_LEN_SIZE), ulpdu);
+	if (hl < 0 || hdr_parse(buf + IW_FPDU_LEN_SIZE, (size_t)hl, ulpdu, &rx->hdr) < 0)
+		return 0;
+	pad = iw_fpdu_pad(ulpdu);
+	/* RFC 5044 6: from ULPDU_LENGTH through the pad. */
+	if (rx->crc && crc32c(0, buf, IW_FPDU_LEN_SIZE + (size_t)ulpdu + pad) !=
+			   le32(buf + IW_FPDU_LEN_SIZE + ulpdu + pad))
+		return 0;
+	rx->ulpdu_len = ulpdu;
+	rx->hdr_len = (uint16_t)hl;
+	rx->have = (uint16_t)(IW_FPDU_LEN_SIZE + hl);
+	memcpy(rx->raw, buf, rx->have);
+	rx_event(rx, ev);
+	ev->data = ev->payload_len ? buf + rx->have : NULL;
+	ev->len = ev->payload_len;
+	ev->off = 0;
+	memset(ev->pad, 0, sizeof(ev->pad));
+	memcpy(ev->pad, buf + IW_FPDU_LEN_SIZE + ulpdu, pad);
+	ev->pad_len = (uint8_t)pad;
+	ev->crc = le32(buf + IW_FPDU_LEN_SIZE + ulpdu + pad);
+	rx->fpdus++;
+	rx->have = 0; /* at the next FPDU's start, as after an END */
+	rx->need = IW_FPDU_LEN_SIZE;
+	*used = whole;
+	return 1;
+}
+
 const uint8_t *iw_rx_raw(const struct iw_rx *rx, size_t *len)
 {
 	*len = rx->have;

@@ -549,6 +549,14 @@ void iw_rx_init(struct iw_rx *rx, bool crc, uint16_t max_ulpdu);
  * NULL only when len is 0 (else -EINVAL). */
 int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, struct iw_rx_ev *ev);
 
+/* The small-message shortcut: when rx sits at an FPDU boundary and buf starts with a whole
+ * FPDU whose header is valid and whose CRC (if on) is good, consumes it (*used) and returns 1
+ * with *ev holding what iw_rx_step's HDR, DATA and END events would have held together: hdr,
+ * raw, ulpdu_len and payload_len; the payload (data, len = payload_len, off 0; data NULL when
+ * empty); pad and crc. Otherwise returns 0 with rx untouched: iw_rx_step then takes the
+ * bytes, and reports a bad header or CRC where it always has. */
+int iw_rx_fpdu(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, struct iw_rx_ev *ev);
+
 /* The current FPDU's header bytes received so far (ULPDU_LENGTH first); *len gets their
  * count. Valid until the next iw_rx_step. */
 const uint8_t *iw_rx_raw(const struct iw_rx *rx, size_t *len);
