@@ -325,10 +325,10 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool app_poll, bool *idle)
 		return false; /* still blocked, as far as we know: EPOLLOUT stays asked for */
 	k->tx_blocked = false;
 	for (int i = 0; i < TX_BUDGET; i++) {
-		/* A batch of FPDUs per sendmsg (iw_qp_tx_want), not one call per FPDU. */
+		/* A batch of FPDUs per sendmsg (iw_qp_tx_want), not one call per FPDU; 0 when
+		 * nothing is ready (it asks what iw_qp_tx_pending would). */
 		struct iovec iov[IW_TX_BATCH_IOV];
-		int n =
-		    iw_qp_tx_pending(k->qp) ? iw_qp_tx_want(k->qp, now, iov, IW_TX_BATCH_IOV) : 0;
+		int n = iw_qp_tx_want(k->qp, now, iov, IW_TX_BATCH_IOV);
 		if (n <= 0) {
 			*idle = true;
 			return did;
@@ -651,13 +651,26 @@ void iwp_flush(struct iwp *p, uint64_t now)
 	run_all(p, false, now);
 }
 
+/* A post sends at once unless it may wait for the application's next poll. When no other
+ * post waits (p->deferred), only its own connection can have new bytes to send: that one is
+ * visited, sending only, instead of a pass over them all (whatever else is due, the next
+ * pass of the application's poll or of the thread does as before). */
 void iwp_posted(struct iwp *p, struct iw_qp *qp, uint64_t now)
 {
 	if (mover_post_waits(&p->mv, p->has_thread, iw_qp_send_cq_waiting(qp), &p->deferred)) {
 		p->tx_deferred++;
 		return;
 	}
-	iwp_flush(p, now);
+	struct iwp_conn *k = iw_qp_link(qp);
+	if (p->deferred || !k) {
+		iwp_flush(p, now);
+		return;
+	}
+	bool did = false, sent = false;
+	if (conn_visit(p, k, false, now, &did, &sent) && p->nconns > FEW_CONNS)
+		relist(p, k);
+	if (sent && atomic_load_explicit(&nprocs, memory_order_relaxed) >= 2)
+		atomic_store_explicit(&p->neighbours_due, true, memory_order_relaxed);
 }
 
 int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc, uint64_t now)

@@ -163,13 +163,13 @@ bool iw_qp_tx_pending(const struct iw_qp *qp)
 static int start_rresp(struct iw_qp *qp)
 {
 	const struct iw_irqe *e = iw_irq_at(qp, qp->tx.irq_next);
-	struct iw_hdr h;
+	struct iw_hdr *h = &qp->tx.b.hdr; /* built in place (no message is active) */
 
 	/* RFC 5040 4.5: a Read Response is tagged, to the request's sink STag / TO. */
-	iw_hdr_init(&h, IW_OP_READ_RESP);
-	h.stag = e->rreq.sink_stag;
-	h.to = e->rreq.sink_to;
-	if (iw_tx_init(&qp->tx.b, &h, e->rreq.size, qp->attr.mulpdu, qp->attr.crc) < 0)
+	iw_hdr_init(h, IW_OP_READ_RESP);
+	h->stag = e->rreq.sink_stag;
+	h->to = e->rreq.sink_to;
+	if (iw_tx_init(&qp->tx.b, h, e->rreq.size, qp->attr.mulpdu, qp->attr.crc) < 0)
 		return -EINVAL; /* not reached: mulpdu >= IW_MIN_MULPDU */
 	qp->tx.src = IW_TX_RRESP;
 	qp->tx.msg = qp->tx.irq_next++;
@@ -180,7 +180,7 @@ static int start_rresp(struct iw_qp *qp)
 static int start_sq(struct iw_qp *qp)
 {
 	struct eng_swqe *w = iw_swqe_at(qp, qp->sq_next);
-	struct iw_hdr h;
+	struct iw_hdr *h = &qp->tx.b.hdr; /* built in place (no message is active) */
 	uint32_t len = w->length;
 
 	switch (w->op) {
@@ -188,27 +188,27 @@ static int start_sq(struct iw_qp *qp)
 	case ENG_OP_SEND_INV:
 		/* RFC 5040 4.3 / 5.3: the Send variants; SE from IBV_SEND_SOLICITED. */
 		if (w->op == ENG_OP_SEND_INV)
-			iw_hdr_init(&h, w->solicited ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV);
+			iw_hdr_init(h, w->solicited ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV);
 		else
-			iw_hdr_init(&h, w->solicited ? IW_OP_SEND_SE : IW_OP_SEND);
+			iw_hdr_init(h, w->solicited ? IW_OP_SEND_SE : IW_OP_SEND);
 		if (w->op == ENG_OP_SEND_INV)
-			h.rsvdulp = w->inv_rkey;
-		h.msn = ++qp->tx_msn[IW_QN_SEND];
+			h->rsvdulp = w->inv_rkey;
+		h->msn = ++qp->tx_msn[IW_QN_SEND];
 		break;
 	case ENG_OP_WRITE:
-		iw_hdr_init(&h, IW_OP_WRITE);
-		h.stag = w->rkey;
-		h.to = w->remote_addr;
+		iw_hdr_init(h, IW_OP_WRITE);
+		h->stag = w->rkey;
+		h->to = w->remote_addr;
 		break;
 	case ENG_OP_READ:
 		/* RFC 5040 4.4: the sink is our one SGE, the source the WR's rkey / address. */
-		iw_hdr_init(&h, IW_OP_READ_REQ);
-		h.msn = ++qp->tx_msn[IW_QN_READ_REQ];
-		h.rreq.sink_stag = w->num_sge ? w->sge[0].lkey : 0;
-		h.rreq.sink_to = w->num_sge ? w->sge[0].addr : 0;
-		h.rreq.size = w->length;
-		h.rreq.src_stag = w->rkey;
-		h.rreq.src_to = w->remote_addr;
+		iw_hdr_init(h, IW_OP_READ_REQ);
+		h->msn = ++qp->tx_msn[IW_QN_READ_REQ];
+		h->rreq.sink_stag = w->num_sge ? w->sge[0].lkey : 0;
+		h->rreq.sink_to = w->num_sge ? w->sge[0].addr : 0;
+		h->rreq.size = w->length;
+		h->rreq.src_stag = w->rkey;
+		h->rreq.src_to = w->remote_addr;
 		len = 0;
 		qp->orq[qp->orq_tail & (qp->orq_cap - 1)] = qp->sq_next;
 		qp->orq_tail++;
@@ -216,7 +216,7 @@ static int start_sq(struct iw_qp *qp)
 	default:
 		return -EINVAL; /* not reached: post_send refuses other ops */
 	}
-	if (iw_tx_init(&qp->tx.b, &h, len, qp->attr.mulpdu, qp->attr.crc) < 0)
+	if (iw_tx_init(&qp->tx.b, h, len, qp->attr.mulpdu, qp->attr.crc) < 0)
 		return -EINVAL;
 	w->state = ENG_SWQE_ACTIVE;
 	qp->tx.msg = qp->sq_next;
@@ -230,13 +230,13 @@ static int start_sq(struct iw_qp *qp)
  * RTR Write). It is a whole message, so it never interleaves with another tagged one. */
 static int start_nudge(struct iw_qp *qp)
 {
-	struct iw_hdr h;
+	struct iw_hdr *h = &qp->tx.b.hdr; /* built in place (no message is active) */
 
 	qp->tx.nudge_pending = false;
-	iw_hdr_init(&h, IW_OP_WRITE);
-	h.stag = 1;
-	h.to = 0;
-	if (iw_tx_init(&qp->tx.b, &h, 0, qp->attr.mulpdu, qp->attr.crc) < 0)
+	iw_hdr_init(h, IW_OP_WRITE);
+	h->stag = 1;
+	h->to = 0;
+	if (iw_tx_init(&qp->tx.b, h, 0, qp->attr.mulpdu, qp->attr.crc) < 0)
 		return -EINVAL;
 	qp->tx.src = IW_TX_NUDGE;
 	qp->tx.active = true;

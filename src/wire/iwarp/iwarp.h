@@ -250,16 +250,21 @@ uint32_t iw_seg_payload(uint16_t mulpdu, uint8_t opcode, uint32_t remaining, boo
 
 /* Builds the FPDUs of one message. The caller owns the struct; it holds no pointers. */
 struct iw_tx {
-	struct iw_hdr hdr; /* the message's header; TO/MO of the first segment; L is computed */
-	uint32_t len;	   /* message payload bytes */
-	uint32_t sent;	   /* payload bytes already framed */
-	uint16_t mulpdu;   /* from iw_mulpdu() */
-	bool crc;	   /* CRC32c negotiated */
-	bool done;	   /* the last FPDU has been framed */
+	struct iw_hdr hdr; /* the message's header; from the first FPDU framed on, that FPDU's
+			      (its TO or MO, its L): encoded from here, not from a copy */
+	uint64_t to0;	   /* TO and MO of the message's first segment */
+	uint32_t mo0;
+	uint32_t len;	  /* message payload bytes */
+	uint32_t sent;	  /* payload bytes already framed */
+	uint16_t mulpdu;  /* from iw_mulpdu() */
+	uint16_t hdr_len; /* iw_hdr_len(&hdr) */
+	bool crc;	  /* CRC32c negotiated */
+	bool done;	  /* the last FPDU has been framed */
 };
 
-/* Prepares a message. Returns 0, or -EINVAL (header not encodable, payload on a Read Request
- * or Terminate, or mulpdu too small for the header). */
+/* Prepares a message. h may be &tx->hdr itself (a header built in place is not copied).
+ * Returns 0, or -EINVAL (header not encodable, payload on a Read Request or Terminate, or
+ * mulpdu too small for the header). */
 int iw_tx_init(struct iw_tx *tx, const struct iw_hdr *h, uint32_t len, uint16_t mulpdu, bool crc);
 
 /* Frames the next FPDU into out: header, payload bytes [sent, sent + n) of `payload` (the

@@ -46,58 +46,60 @@ int iw_tx_init(struct iw_tx *tx, const struct iw_hdr *h, uint32_t len, uint16_t 
 		return -EINVAL;
 	if (mulpdu < hl + (len ? 1 : 0)) /* every FPDU must make progress */
 		return -EINVAL;
-	memset(tx, 0, sizeof(*tx));
-	tx->hdr = *h;
+	if (h != &tx->hdr)
+		tx->hdr = *h;
+	tx->to0 = h->to;
+	tx->mo0 = h->mo;
 	tx->len = len;
+	tx->sent = 0;
 	tx->mulpdu = mulpdu;
+	tx->hdr_len = (uint16_t)hl;
 	tx->crc = crc;
+	tx->done = false;
 	return 0;
 }
 
-/* The header and payload size of the next FPDU, without changing tx. */
-static void plan(const struct iw_tx *tx, struct iw_hdr *h, uint32_t *n)
+/* Sets tx->hdr to the next FPDU's header and *n to its payload size. */
+static void plan(struct iw_tx *tx, uint32_t *n)
 {
-	uint32_t room = (uint32_t)(tx->mulpdu - iw_hdr_len(&tx->hdr)), rest = tx->len - tx->sent;
+	uint32_t room = (uint32_t)(tx->mulpdu - tx->hdr_len), rest = tx->len - tx->sent;
 
-	*h = tx->hdr;
-	h->last = rest <= room;
-	*n = h->last ? rest : room;
-	if (h->tagged)
-		h->to = tx->hdr.to + tx->sent; /* RFC 5041 4.2: TO of this segment's first byte */
+	tx->hdr.last = rest <= room;
+	*n = tx->hdr.last ? rest : room;
+	if (tx->hdr.tagged)
+		tx->hdr.to = tx->to0 + tx->sent; /* RFC 5041 4.2: TO of this segment's first byte */
 	else
-		h->mo = tx->hdr.mo + tx->sent; /* RFC 5041 4.3: MO likewise */
+		tx->hdr.mo = tx->mo0 + tx->sent; /* RFC 5041 4.3: MO likewise */
 }
 
 int iw_tx_next_hdr(struct iw_tx *tx, uint8_t *hdr_out, size_t cap, uint32_t *off, uint32_t *n)
 {
-	struct iw_hdr h;
 	int r;
 
 	if (tx->done)
 		return 0;
-	plan(tx, &h, n);
-	r = iw_hdr_encode(&h, *n, hdr_out, cap);
+	plan(tx, n);
+	r = iw_hdr_encode(&tx->hdr, *n, hdr_out, cap);
 	if (r < 0)
 		return r;
 	*off = tx->sent;
 	tx->sent += *n;
-	tx->done = h.last;
+	tx->done = tx->hdr.last;
 	return r;
 }
 
 int iw_tx_next(struct iw_tx *tx, const uint8_t *payload, uint8_t *out, size_t cap)
 {
-	struct iw_hdr h;
 	uint32_t n, crc = 0;
 	size_t total;
 	int hl;
 
 	if (tx->done)
 		return 0;
-	plan(tx, &h, &n);
+	plan(tx, &n);
 	if (n && !payload)
 		return -EINVAL;
-	hl = iw_hdr_encode(&h, n, out, cap);
+	hl = iw_hdr_encode(&tx->hdr, n, out, cap);
 	if (hl < 0)
 		return hl;
 	total = iw_fpdu_len((uint32_t)hl - IW_FPDU_LEN_SIZE + n);
@@ -109,6 +111,6 @@ int iw_tx_next(struct iw_tx *tx, const uint8_t *payload, uint8_t *out, size_t ca
 		crc = crc32c(0, out, (size_t)hl + n);
 	iw_fpdu_trailer(out + hl + n, (uint32_t)hl - IW_FPDU_LEN_SIZE + n, crc, tx->crc, NULL);
 	tx->sent += n;
-	tx->done = h.last;
+	tx->done = tx->hdr.last;
 	return (int)total;
 }
