@@ -271,7 +271,8 @@ int iw_tx_init(struct iw_tx *tx, const struct iw_hdr *h, uint32_t len, uint16_t 
  * whole message, tx->len bytes; NULL allowed if len is 0), zero pad, CRC. Segments carry
  * TO = hdr.to + offset (tagged) or MO = hdr.mo + offset (untagged), L only on the last.
  * A zero-length message gives exactly one FPDU. Returns the FPDU length, 0 once the message
- * is done, or -ENOSPC if out is too small (tx unchanged). */
+ * is done, or -ENOSPC if out is too small (nothing framed: a call with more room frames the
+ * same FPDU). */
 int iw_tx_next(struct iw_tx *tx, const uint8_t *payload, uint8_t *out, size_t cap);
 
 /* Zero-copy form of iw_tx_next: writes only ULPDU_LENGTH + header into hdr_out and reports the
@@ -494,8 +495,8 @@ enum iw_rx_evtype {
 	IW_RX_END = 3,	     /* the FPDU's pad and CRC are in, the CRC checked (if on) */
 };
 
-/* One event. Pointers stay valid until the next iw_rx_step() call on the same rx (hdr, raw)
- * or as long as the caller's input buffer (data). */
+/* One event. Pointers stay valid until the next iw_rx_step() or iw_rx_fpdu() call on the same rx
+ * (hdr, raw) or as long as the caller's input buffer (data). */
 struct iw_rx_ev {
 	const struct iw_hdr *hdr; /* HDR, DATA, END: the current FPDU's header */
 	const uint8_t *raw;	  /* HDR, DATA, END: its ULPDU_LENGTH + header bytes as received */
@@ -558,8 +559,10 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
  * FPDU whose header is valid and whose CRC (if on) is good, consumes it (*used) and returns 1
  * with *ev holding what iw_rx_step's HDR, DATA and END events would have held together: hdr,
  * raw, ulpdu_len and payload_len; the payload (data, len = payload_len, off 0; data NULL when
- * empty); pad and crc. Otherwise returns 0 with rx untouched: iw_rx_step then takes the
- * bytes, and reports a bad header or CRC where it always has. */
+ * empty); pad and crc (hdr and raw valid until the next call on rx, of either function).
+ * Otherwise returns 0 and consumes nothing, rx still at the same boundary (only its private
+ * decoded header may have been overwritten): iw_rx_step then takes the bytes, and reports a
+ * bad header or CRC where it always has. */
 int iw_rx_fpdu(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, struct iw_rx_ev *ev);
 
 /* The current FPDU's header bytes received so far (ULPDU_LENGTH first); *len gets their
