@@ -23,6 +23,7 @@
 #include "core/gsi.h"
 #include "core/mgroup.h"
 #include "core/mover.h"
+#include "util/lock.h"
 #include "util/tmheap.h"
 
 #define BATCH 32
@@ -79,7 +80,7 @@ struct core_ah {
 enum id_mode { ID_UNKNOWN, ID_ZERO, ID_ANY };
 
 struct core_ctx {
-	pthread_mutex_t lock;
+	struct sr_lock lock;	   /* the context lock (util/lock.h) */
 	struct core_ctx *all_next; /* every context of the process (ctxs), for core_at_exit */
 	pid_t pid;
 	struct core_config cfg;
@@ -141,17 +142,17 @@ uint64_t core_now_ns(void)
 
 void core_lock(struct core_ctx *c)
 {
-	pthread_mutex_lock(&c->lock);
+	sr_lock_take(&c->lock);
 }
 
 void core_unlock(struct core_ctx *c)
 {
-	pthread_mutex_unlock(&c->lock);
+	sr_lock_give(&c->lock);
 }
 
 bool core_trylock(struct core_ctx *c)
 {
-	return pthread_mutex_trylock(&c->lock) == 0;
+	return sr_lock_try(&c->lock);
 }
 
 uint32_t core_qpn_base(const struct core_ctx *c)
@@ -1256,7 +1257,7 @@ static void *progress_main(void *arg)
 				__atomic_load_n(&c->next_deadline, __ATOMIC_RELAXED)))
 			continue;
 		bool waited = false;
-		if (pthread_mutex_trylock(&c->lock) != 0) {
+		if (!core_trylock(c)) {
 			if (!mover_lock_busy(&c->mv))
 				continue;
 			core_lock(c);
@@ -1271,7 +1272,7 @@ static void *progress_main(void *arg)
 		 * looked at before the wait (held): a pass more to find nothing would cost an empty
 		 * recvmmsg at every wake-up. */
 		for (int i = 0; again && i < 63; i++) {
-			if (pthread_mutex_trylock(&c->lock) != 0)
+			if (!core_trylock(c))
 				break;
 			core_progress(c);
 			again = c->run_head || c->rx_full;
@@ -1291,7 +1292,7 @@ int core_ctx_create(const struct core_config *cfg, struct core_ctx **out)
 	struct core_ctx *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	pthread_mutex_init(&c->lock, NULL);
+	sr_lock_init(&c->lock);
 	c->cfg = *cfg;
 	c->epfd = -1;
 	c->kickfd = -1;
@@ -1614,7 +1615,6 @@ void core_ctx_destroy(struct core_ctx *c)
 		io_udp_close(c->io);
 	io_mcast_close(c->mc);
 	core_mg_free(&c->mg);
-	pthread_mutex_destroy(&c->lock);
 	free(c->ahs);
 	tmheap_fini(&c->timers);
 	for (uint32_t n = 0; n < c->nqps; n++)
