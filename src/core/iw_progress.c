@@ -631,13 +631,21 @@ void iwp_after_unlock(struct iwp *p)
 		pass_to_neighbours(p);
 }
 
+/* Stream bytes went out: with other iWARP contexts in the process, they get a receive pass
+ * before we return to the application (pass_to_neighbours). */
+static void neighbours_after_send(struct iwp *p)
+{
+	if (atomic_load_explicit(&nprocs, memory_order_relaxed) >= 2)
+		atomic_store_explicit(&p->neighbours_due, true, memory_order_relaxed);
+}
+
 static bool run_all(struct iwp *p, bool rx, uint64_t now)
 {
 	bool sent = false;
 	p->deferred = 0; /* the pass sends what the posts left */
 	bool did = run_conns(p, rx, now, &sent);
-	if (sent && atomic_load_explicit(&nprocs, memory_order_relaxed) >= 2)
-		atomic_store_explicit(&p->neighbours_due, true, memory_order_relaxed);
+	if (sent)
+		neighbours_after_send(p);
 	return did;
 }
 
@@ -669,8 +677,8 @@ void iwp_posted(struct iwp *p, struct iw_qp *qp, uint64_t now)
 	bool did = false, sent = false;
 	if (conn_visit(p, k, false, now, &did, &sent) && p->nconns > FEW_CONNS)
 		relist(p, k);
-	if (sent && atomic_load_explicit(&nprocs, memory_order_relaxed) >= 2)
-		atomic_store_explicit(&p->neighbours_due, true, memory_order_relaxed);
+	if (sent)
+		neighbours_after_send(p);
 }
 
 int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc, uint64_t now)
