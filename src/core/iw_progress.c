@@ -16,6 +16,7 @@
 
 #include "engine/iw_conn.h"
 #include "io/tcp.h"
+#include "util/sys.h"
 
 /* recv / send calls per connection and pass: bounded so that one busy stream cannot hold the
  * lock (and the other connections) for long; the caller comes back when there is more. */
@@ -370,7 +371,7 @@ static bool conn_tx(struct iwp_conn *k, uint64_t now, bool app_poll, bool *idle)
 static void kick(struct iwp *p)
 {
 	uint64_t one = 1;
-	if (write(p->kickfd, &one, sizeof(one)) < 0) {
+	if (sys_write(p->kickfd, &one, sizeof(one)) < 0) {
 		/* full or closed: the thread is awake or gone */
 	}
 }
@@ -561,7 +562,7 @@ static bool run_ready(struct iwp *p, bool rx, uint64_t now, bool *sent)
 	} else if (rx) {
 		p->hot_passes = 0;
 		struct epoll_event evs[READY_MAX];
-		int n = epoll_wait(p->epfd, evs, READY_MAX, 0);
+		int n = sys_epoll_peek(p->epfd, evs, READY_MAX);
 		for (int i = 0; i < n; i++) {
 			struct iwp_conn *k = evs[i].data.ptr;
 			if (!k || evs[i].data.ptr == p)

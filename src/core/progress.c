@@ -25,6 +25,7 @@
 #include "core/mover.h"
 #include "util/lock.h"
 #include "util/tmheap.h"
+#include "util/sys.h"
 
 #define BATCH 32
 /* Room for the largest packet: headers, 4096 bytes of payload, pad, ICRC. */
@@ -469,7 +470,7 @@ void core_qp_wake(struct core_ctx *c, struct eng_qp *qp)
 static void kick(struct core_ctx *c)
 {
 	uint64_t one = 1;
-	if (write(c->kickfd, &one, sizeof(one)) < 0) {
+	if (sys_write(c->kickfd, &one, sizeof(one)) < 0) {
 		/* eventfd counter saturated: the thread is awake anyway */
 	}
 }

@@ -13,6 +13,7 @@
 
 #include "io/forkdrop.h"
 #include "io/io_int.h"
+#include "util/sys.h"
 
 #ifndef IP_MULTICAST_ALL
 #define IP_MULTICAST_ALL 49
@@ -300,7 +301,7 @@ int io_mcast_recv(struct io_mcast *m, struct io_pkt *pkts, int n)
 	for (int i = 0; i < n; i++)
 		if (!pkts[i].buf || pkts[i].cap == 0)
 			return -EINVAL;
-	ready = epoll_wait(m->epfd, evs, n, 0);
+	ready = sys_epoll_peek(m->epfd, evs, n);
 	if (ready < 0) {
 		if (errno == EINTR)
 			return 0;

@@ -20,6 +20,7 @@
 
 #include "io/fault.h"
 #include "io/forkdrop.h"
+#include "util/sys.h"
 
 /* The most entries of an iovec clipped by a fault: beyond them a call hands over (or takes)
  * fewer bytes, which the contract allows (a partial write, a short read). */
@@ -551,7 +552,7 @@ ssize_t io_tcp_recv(struct io_tcp_conn *c, void *dst, size_t len)
 	if (cut)
 		len = c->f_rx_chunk;
 	do {
-		r = recv(c->fd, dst, len, MSG_DONTWAIT);
+		r = sys_recv(c->fd, dst, len, MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
 	if (cut && r == (ssize_t)len)
 		fault_count(c, IO_TCP_C_fault_rx_chunks); /* the limit, not the data, ended it */
@@ -584,9 +585,9 @@ ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 	/* One buffer (a small message's read, and most polls, which find nothing): recv, which
 	 * skips recvmsg's copying in of the header and the array (about 50 ns a call here). */
 	do {
-		r = msg.msg_iovlen == 1
-			? recv(c->fd, msg.msg_iov[0].iov_base, msg.msg_iov[0].iov_len, MSG_DONTWAIT)
-			: recvmsg(c->fd, &msg, MSG_DONTWAIT);
+		r = msg.msg_iovlen == 1 ? sys_recv(c->fd, msg.msg_iov[0].iov_base,
+						   msg.msg_iov[0].iov_len, MSG_DONTWAIT)
+					: sys_recvmsg(c->fd, &msg, MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
 	if (cut && r == (ssize_t)c->f_rx_chunk)
 		fault_count(c, IO_TCP_C_fault_rx_chunks);
@@ -635,12 +636,12 @@ ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 			memcpy(one + at, msg.msg_iov[i].iov_base, msg.msg_iov[i].iov_len);
 	do {
 		if (gather)
-			r = send(c->fd, one, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+			r = sys_send(c->fd, one, total, MSG_NOSIGNAL | MSG_DONTWAIT);
 		else if (msg.msg_iovlen == 1)
-			r = send(c->fd, msg.msg_iov[0].iov_base, msg.msg_iov[0].iov_len,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			r = sys_send(c->fd, msg.msg_iov[0].iov_base, msg.msg_iov[0].iov_len,
+				     MSG_NOSIGNAL | MSG_DONTWAIT);
 		else
-			r = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+			r = sys_sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
 	if (r >= 0) {
 		cnt_add(c->cnt, IO_TCP_C_tx_bytes, (uint64_t)r);

@@ -18,6 +18,7 @@
 #include "io/io_int.h"
 #include "io/mcast.h"
 #include "io/steer.h"
+#include "util/sys.h"
 
 #define SPORT_RCVBUF 4096 /* source-port sockets never receive RoCE traffic */
 
@@ -491,7 +492,7 @@ int io_rx_batch_recv(struct io_rx_batch *b, int fd, const struct io_pkt *pkts, i
 			b->fixed_n = n;
 		}
 	}
-	int got = recvmmsg(fd, b->msg, (unsigned)n, MSG_DONTWAIT, NULL);
+	int got = sys_recvmmsg(fd, b->msg, (unsigned)n, MSG_DONTWAIT);
 	if (got < 0) {
 		int err = errno;
 		return err == EAGAIN || err == EWOULDBLOCK || err == EINTR ? 0 : -err;
@@ -901,7 +902,7 @@ static int send_run(struct io_udp *io, int fd, int m)
 {
 	int off = 0, sent = 0;
 	while (off < m) {
-		int r = sendmmsg(fd, io->tx_msg + off, (unsigned)(m - off), MSG_DONTWAIT);
+		int r = sys_sendmmsg(fd, io->tx_msg + off, (unsigned)(m - off), MSG_DONTWAIT);
 		if (r > 0) {
 			for (int j = off; j < off + r; j++) {
 				count_sent(io, j);

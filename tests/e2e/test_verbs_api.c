@@ -17,6 +17,9 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -809,6 +812,64 @@ static void write_pair(struct end *a, struct end *b, struct ibv_device *dev)
 	CHECK_EQ(ibv_modify_qp(b->qp[0], &acc, IBV_QP_ACCESS_FLAGS), 0);
 }
 
+/* A thread with a cancellation pending posts and polls: the verbs are no cancellation points
+ * (as on a hardware provider, whose post and poll make no system call). The library's socket
+ * calls happen under the context's lock; had they been glibc's send / recv, the thread would
+ * have ended inside one, holding the lock, and every later call on that context would hang.
+ * Regression: it ended in iWARP's send() (iwarp_lo) and in RoCE's sendmmsg / recvmmsg. */
+struct cancel_job {
+	struct end *e;
+	atomic_int cancelled, reached;
+	int got;
+};
+
+static void *cancel_body(void *arg)
+{
+	struct cancel_job *j = arg;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	while (!atomic_load(&j->cancelled))
+		sched_yield();
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL); /* deferred: pending from here on */
+	send_msg(j->e, 0, 64, 0, 41);
+	struct ibv_wc wc;
+	for (int i = 0; i < 2000000 && j->got == 0; i++)
+		j->got = ibv_poll_cq(j->e->cq, 1, &wc);
+	for (int i = 0; i < 1000; i++) /* polls that find nothing read the sockets too */
+		(void)ibv_poll_cq(j->e->cq, 1, &wc);
+	atomic_store(&j->reached, 1);
+	/* Ends normally, the cancellation still pending (a cancelled thread's unwinding leaves
+	 * AddressSanitizer's stack marks behind: a false report at the thread's exit). */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	return j;
+}
+
+static void cancel_pending(struct ibv_device *dev)
+{
+	struct end a, b;
+	write_pair(&a, &b, dev);
+	post_recv_at(&b, 0, b.buf, 1024, 42);
+	struct cancel_job j = {.e = &a};
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, cancel_body, &j) == 0);
+	CHECK_EQ(pthread_cancel(t), 0);
+	atomic_store(&j.cancelled, 1);
+	void *ret = NULL;
+	CHECK_EQ(pthread_join(t, &ret), 0);
+	if (!atomic_load(&j.reached) || ret != &j) {
+		/* a's lock is held by a thread that is gone: closing would hang */
+		fprintf(stderr, "FAIL: the thread ended inside a verb (a cancellation point)\n");
+		_exit(1);
+	}
+	CHECK_EQ(j.got, 1);
+	struct ibv_wc wc;
+	CHECK_EQ(drain(b.cq, &wc, 1), 1);
+	CHECK_EQ(wc.wr_id, 42);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(ibv_poll_cq(a.cq, 1, &wc), 0); /* a's lock is free */
+	end_close(&a);
+	end_close(&b);
+}
+
 /* An RDMA WRITE's bytes are in the target's memory when the writer's completion is polled,
  * with both ends in this process and the target not polling: on RoCE because the target
  * acknowledged them; on iWARP, which acknowledges nothing, because the writer's pass gives the
@@ -1107,6 +1168,7 @@ int main(int argc, char **argv)
 	qp_ex_calls(dev);
 	write_visible(dev);
 	dereg_in_flight(dev);
+	cancel_pending(dev);
 	ibv_free_device_list(list);
 	return check_exit();
 }
