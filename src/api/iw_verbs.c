@@ -55,10 +55,9 @@ static int iw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	iwp_app_enter(ctx->iwp, false); /* an application that posts is active too */
 	core_lock(ctx->core);
 	uint64_t now = core_now_ns(); /* one clock read per call, as in poll */
-	int ret = iw_qp_post_send(qp->iqp, wr, (const struct ibv_send_wr **)bad, now);
 	/* Into the socket right away, on the caller's thread (no hand-off on the latency path),
 	 * unless it joins a pipeline that the next poll sends (iwp_posted). */
-	iwp_posted(ctx->iwp, qp->iqp, now);
+	int ret = iwp_post_send(ctx->iwp, qp->iqp, wr, (const struct ibv_send_wr **)bad, now);
 	core_unlock(ctx->core);
 	iwp_after_unlock(ctx->iwp);
 	iwp_app_leave(ctx->iwp, false, now);

@@ -682,6 +682,37 @@ void iwp_posted(struct iwp *p, struct iw_qp *qp, uint64_t now)
 		neighbours_after_send(p);
 }
 
+/* Whether a post may take the direct way (iw_qp_post_one) on connection k: it is open, its
+ * socket took everything so far, and the post would not wait for the next poll anyway
+ * (iwp_posted: no deferred posts, no pipeline). */
+static bool direct_ok(const struct iwp *p, const struct iwp_conn *k, const struct iw_qp *qp)
+{
+	return !p->deferred && k->phase == PH_OPEN && !k->dead && !k->peer_done && !k->tx_blocked &&
+	       !(p->has_thread && mover_who(&p->mv) == MOVER_APP && iw_qp_send_cq_waiting(qp));
+}
+
+int iwp_post_send(struct iwp *p, struct iw_qp *qp, const struct ibv_send_wr *wr,
+		  const struct ibv_send_wr **bad, uint64_t now)
+{
+	struct iwp_conn *k = iw_qp_link(qp);
+	const uint8_t *fpdu;
+	size_t len;
+
+	if (k && direct_ok(p, k, qp) && (fpdu = iw_qp_post_one(qp, wr, &len))) {
+		/* The kernel copies the bytes now, under the lock (conn_tx). */
+		ssize_t r = io_tcp_send(k->tcp, fpdu, len);
+		iw_qp_one_sent(qp, wr, r > 0 ? (size_t)r : 0);
+		if (r > 0)
+			neighbours_after_send(p);
+		if (r != (ssize_t)len)
+			iwp_posted(p, qp, now); /* the rest, or the error, the ordinary way */
+		return 0;
+	}
+	int ret = iw_qp_post_send(qp, wr, bad, now);
+	iwp_posted(p, qp, now);
+	return ret;
+}
+
 int iwp_poll_cq(struct iwp *p, struct eng_cq *cq, int n, struct ibv_wc *wc, uint64_t now)
 {
 	int got = eng_cq_poll(cq, n, wc);

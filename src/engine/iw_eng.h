@@ -13,7 +13,9 @@
  *   transmit: iw_qp_tx_want() gives iovecs of the next bytes (FPDU header and trailer from
  *            a scratch area inside the QP, payload straight out of the MR or the WQE's
  *            inline data); the caller writev()s them and reports with iw_qp_tx_done() how
- *            many TCP took.
+ *            many TCP took. A small message posted when nothing else is outstanding skips
+ *            all that: iw_qp_post_one() frames it whole into one buffer, the caller send()s
+ *            it at once and reports with iw_qp_one_sent().
  * Reliability and ordering are TCP's: there are no PSNs, ACKs, timers or retries. Every
  * protocol violation is fatal to the connection: a Terminate (RFC 5040 4.8) goes to the
  * peer, the QP goes to ERR and every WR is completed (flushed) in order.
@@ -172,6 +174,25 @@ int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
  * Read Response byte is placed and the FPDU's CRC checked; completions are in post order. */
 int iw_qp_post_send(struct iw_qp *qp, const struct ibv_send_wr *wr, const struct ibv_send_wr **bad,
 		    uint64_t now);
+/* The direct way of one small message (iw_tx.c): a single SEND (SE, with Invalidate) or RDMA
+ * WRITE whose payload fits one FPDU of at most IW_TX_ONE_PAY bytes, posted to an RTS QP that
+ * has nothing else outstanding (no WR in its send queue, nothing framed or due), is framed whole
+ * into the QP's own buffer - header, payload read from its SGEs (keys checked) or inline, pad
+ * and CRC - and handed to the caller as one FPDU of *len bytes, without a send queue entry, the
+ * transmit rings or a pass. The caller gives it to TCP at once and then must call
+ * iw_qp_one_sent with the same wr and the bytes TCP took (0 on EAGAIN or an error). Returns
+ * the FPDU or NULL: the WR takes the ordinary way (iw_qp_post_send), which also refuses a bad
+ * one with its error. */
+#define IW_TX_ONE_PAY 512u
+/* The longest such FPDU. */
+#define IW_TX_ONE                                                                                  \
+	(IW_FPDU_LEN_SIZE + IW_DDP_UNTAGGED_HDR_LEN + IW_TX_ONE_PAY + 3 + IW_FPDU_CRC_SIZE)
+const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t *len);
+/* sent bytes of the FPDU of the last iw_qp_post_one went to TCP. All of them: the message
+ * completes here (a completion if signaled), as a SEND / WRITE does once its last byte is
+ * with TCP. Fewer: the WR becomes an ordinary send queue entry with that FPDU framed and
+ * partly sent; iw_qp_tx_want offers the rest. */
+void iw_qp_one_sent(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t sent);
 /* Posts receives to the QP's own receive queue (-EINVAL on an SRQ QP or in RESET; -ENOMEM
  * when full; *bad as above). Every Send consumes one receive, zero-length ones included;
  * there is no RNR in iWARP: a Send finding no receive is a fatal error (as siw). */
@@ -299,6 +320,7 @@ int iw_qp_term_sent(const struct iw_qp *qp, struct iw_term *out);
 	X(rx_read_resps, "RDMA Read Responses completed")                                          \
 	X(drop_bad_state, "stream bytes refused: QP not in RTS / SQD")                             \
 	X(tx_nudges, "zero-length RDMA Writes sent as nudges (iw_qp_nudge)")                       \
+	X(tx_direct, "messages framed whole and sent at their post (iw_qp_post_one)")              \
 	X(drop_tx_aborted, "bytes of a half-sent FPDU abandoned on ERR")                           \
 	X(term_rcvd_rdmap_catastrophic, "Terminates received: RDMAP local catastrophic")           \
 	X(term_rcvd_rdmap_protection, "Terminates received: RDMAP remote protection")              \
@@ -447,6 +469,12 @@ struct iw_txs {
 	/* Payload copied out of memory that went away (iw_qp_tx_forget): pieces point here. */
 	uint8_t *copy;
 	size_t copy_len;
+	/* The direct way's FPDU (iw_qp_post_one; IW_TX_ONE bytes, allocated at its first use, so
+	 * that an idle QP does not carry it): its length and payload, and its op. Reused only
+	 * when the rings are empty again (a part TCP did not take is a ring piece). */
+	uint8_t *one;
+	uint32_t one_len, one_pay;
+	uint8_t one_op;
 };
 
 struct iw_qp {
@@ -541,6 +569,9 @@ void iw_recv_complete(struct iw_qp *qp, enum ibv_wc_status status, uint32_t byte
 void iw_sq_flush(struct iw_qp *qp);
 /* Retires finished send WQEs at the head, in order. */
 void iw_sq_retire(struct iw_qp *qp);
+/* A send WR's completion with this status (its byte count when it succeeded). */
+void iw_send_complete(struct iw_qp *qp, uint64_t wr_id, uint8_t op, uint32_t len,
+		      enum ibv_wc_status status);
 void iw_kick(struct iw_qp *qp);
 void iw_check_drained(struct iw_qp *qp);
 /* iw_rx.c */

@@ -44,15 +44,21 @@ static void push(struct iw_qp *qp, struct eng_cq *cq, struct ibv_wc *wc, bool so
 	(void)eng_cq_push(cq, wc, solicited);
 }
 
-static void send_complete(struct iw_qp *qp, const struct eng_swqe *w, enum ibv_wc_status status)
+void iw_send_complete(struct iw_qp *qp, uint64_t wr_id, uint8_t op, uint32_t len,
+		      enum ibv_wc_status status)
 {
 	struct ibv_wc wc = {0};
 
-	wc.wr_id = w->wr_id;
+	wc.wr_id = wr_id;
 	wc.status = status;
-	wc.opcode = eng_ops[w->op].wc_opcode;
-	wc.byte_len = status == IBV_WC_SUCCESS ? w->length : 0;
+	wc.opcode = eng_ops[op].wc_opcode;
+	wc.byte_len = status == IBV_WC_SUCCESS ? len : 0;
 	push(qp, qp->init.send_cq, &wc, false);
+}
+
+static void send_complete(struct iw_qp *qp, const struct eng_swqe *w, enum ibv_wc_status status)
+{
+	iw_send_complete(qp, w->wr_id, w->op, w->length, status);
 }
 
 static void recv_flush(struct iw_qp *qp, uint64_t wr_id)

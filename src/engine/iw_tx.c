@@ -30,8 +30,10 @@ void iw_tx_rings_fini(struct iw_qp *qp)
 {
 	free(qp->tx.f);
 	free(qp->tx.pay);
+	free(qp->tx.one);
 	qp->tx.f = NULL;
 	qp->tx.pay = NULL;
+	qp->tx.one = NULL;
 	qp->tx.f_cap = qp->tx.pay_cap = 0;
 }
 
@@ -40,12 +42,14 @@ void iw_tx_reset(struct iw_qp *qp)
 	struct iw_txs *t = &qp->tx;
 	struct iw_txf *f = t->f;
 	struct eng_iov *pay = t->pay;
+	uint8_t *one = t->one;
 	uint32_t f_cap = t->f_cap, pay_cap = t->pay_cap;
 
 	free(t->copy);
 	memset(t, 0, sizeof(*t));
 	t->f = f;
 	t->pay = pay;
+	t->one = one;
 	t->f_cap = f_cap;
 	t->pay_cap = pay_cap;
 }
@@ -618,4 +622,138 @@ int iw_qp_tx_done(struct iw_qp *qp, size_t n)
 bool iw_qp_tx_finished(const struct iw_qp *qp)
 {
 	return qp->tx.finished;
+}
+
+/* ---- the direct way of one small message (iw_qp_post_one) ---- */
+
+/* A post that needs nothing of the send queue's machinery: no WR before it to complete first,
+ * nothing framed, being framed or due (a Read Response, a nudge, a Terminate) to go first. */
+static bool goes_direct(const struct iw_qp *qp, const struct ibv_send_wr *wr)
+{
+	const struct iw_txs *t = &qp->tx;
+
+	return qp->state == IBV_QPS_RTS && !wr->next && qp->sq_head == qp->sq_tail &&
+	       !qp->rtr_read && !t->active && t->head == t->tail && t->irq_next == qp->irq_tail &&
+	       !t->nudge_pending && !t->term_pending && !t->finished && qp->sq_max > 0;
+}
+
+const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t *len)
+{
+	struct iw_txs *t = &qp->tx;
+	struct eng_sge sge[ENG_MAX_SGE];
+	struct eng_iov pc[ENG_MAX_SGE];
+	uint64_t total = 0;
+	uint32_t crc = 0;
+	int op, k = 0;
+	size_t hl;
+	bool inl;
+	uint8_t *p;
+
+	if (!goes_direct(qp, wr))
+		return NULL;
+	op = eng_swqe_check(wr, qp->init.max_send_sge, qp->init.max_inline, &total);
+	if (op != ENG_OP_SEND && op != ENG_OP_SEND_INV && op != ENG_OP_WRITE)
+		return NULL;
+	/* One FPDU (RFC 5041 5: the header and the payload within the MULPDU). */
+	if (total > IW_TX_ONE_PAY ||
+	    total + (op == ENG_OP_WRITE ? IW_DDP_TAGGED_HDR_LEN : IW_DDP_UNTAGGED_HDR_LEN) >
+		qp->attr.mulpdu)
+		return NULL;
+	inl = wr->send_flags & IBV_SEND_INLINE;
+	if (!inl && total) {
+		/* The keys are checked now, as framing checks them; a bad one goes the ordinary
+		 * way, which fails the WR and terminates the stream. */
+		for (int i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		k = eng_sge_resolve_env(&qp->env, qp->init.pd, sge, (uint32_t)wr->num_sge, 0,
+					(uint32_t)total, ENG_ACCESS_LOCAL_READ, pc);
+		if (k < 0)
+			return NULL;
+	}
+	if (!t->one && !(t->one = malloc(IW_TX_ONE)))
+		return NULL; /* without memory the ordinary way still works */
+	/* The header start_sq would build, in one FPDU: L set, MO / TO of the first byte. */
+	if (op == ENG_OP_WRITE) {
+		hl = iw_hdr_put_write(t->one, IW_TX_ONE, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
+				      (uint32_t)total);
+	} else {
+		bool se = wr->send_flags & IBV_SEND_SOLICITED, inv = op == ENG_OP_SEND_INV;
+		uint8_t opc = inv ? (se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV)
+				  : (se ? IW_OP_SEND_SE : IW_OP_SEND);
+
+		hl = iw_hdr_put_send(t->one, IW_TX_ONE, opc, inv ? wr->invalidate_rkey : 0,
+				     qp->tx_msn[IW_QN_SEND] + 1, (uint32_t)total);
+	}
+	if (!hl)
+		return NULL; /* not reached: the header and payload fit by construction */
+	p = t->one + hl;
+	if (inl) {
+		/* Read now from the caller's addresses, without a key (eng_swqe_fill); an empty
+		 * entry may have no address at all. */
+		for (int i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;
+			memcpy(p, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			p += wr->sg_list[i].length;
+		}
+	} else {
+		for (int i = 0; i < k; i++) {
+			memcpy(p, pc[i].ptr, pc[i].len);
+			p += pc[i].len;
+		}
+	}
+	if (qp->attr.crc)
+		crc = crc32c(0, t->one, hl + total); /* RFC 5044 6, the pad follows */
+	p += iw_fpdu_trailer(p, (uint32_t)(hl - IW_FPDU_LEN_SIZE + total), crc, qp->attr.crc, NULL);
+	if (op != ENG_OP_WRITE)
+		qp->tx_msn[IW_QN_SEND]++;
+	t->one_len = (uint32_t)(p - t->one);
+	t->one_pay = (uint32_t)total;
+	t->one_op = (uint8_t)op;
+	*len = t->one_len;
+	return t->one;
+}
+
+void iw_qp_one_sent(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t sent)
+{
+	struct iw_txs *t = &qp->tx;
+	uint32_t idx = qp->sq_tail;
+	struct eng_swqe *w;
+	struct iw_txf *f;
+
+	IW_INC(qp, tx_direct);
+	IW_ADD(qp, tx_bytes, sent);
+	if (sent >= t->one_len) {
+		IW_INC(qp, tx_fpdus);
+		IW_ADD(qp, tx_payload_bytes, t->one_pay);
+		if (qp->init.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+			iw_send_complete(qp, wr->wr_id, t->one_op, t->one_pay, IBV_WC_SUCCESS);
+		return;
+	}
+	/* The rest goes the ordinary way: a started send queue entry whose one FPDU, framed and
+	 * partly sent, is the buffer (the rings were empty: there is room). */
+	w = iw_swqe_at(qp, idx);
+	eng_swqe_fill(w, wr, t->one_op, t->one_pay, qp->init.sq_sig_all);
+	w->state = ENG_SWQE_ACTIVE;
+	qp->sq_tail++;
+	qp->sq_next = qp->sq_tail;
+	f = txf_at(t, t->tail);
+	f->hdr_len = 0;
+	f->trl_len = 0;
+	f->npay = 1;
+	f->pay = t->pay_tail;
+	f->pay_len = t->one_pay;
+	f->src = IW_TX_SQ;
+	f->msg = idx;
+	f->last = true;
+	f->len = t->one_len;
+	*piece_at(t, t->pay_tail) = (struct eng_iov){.ptr = t->one, .len = t->one_len};
+	t->pay_tail++;
+	t->tail++;
+	t->queued += t->one_len;
+	t->sent = sent;
 }

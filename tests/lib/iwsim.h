@@ -62,7 +62,16 @@ struct iwsim {
 	uint64_t rx_in_mr[2], rx_elsewhere[2], tx_from_mr[2];
 	uint64_t wakes[2];
 	uint64_t rx_calls[2], tx_calls[2]; /* iw_qp_rx_done / iw_qp_tx_done calls by node */
+	/* iwsim_post_send tries the direct way first (iw_qp_post_one, as core/iw_progress.c's
+	 * iwp_post_send does), writing its FPDU into the pipe at once in the tx_seg
+	 * segmentation; direct_taken counts the WRs it took. Set by iwsim_init from
+	 * iwsim_direct. */
+	bool direct;
+	uint64_t direct_taken[2];
 };
+
+/* iwsim_init's choice of w->direct: the tests run once each way. */
+extern bool iwsim_direct;
 
 /* Starts both QPs in RTS, connected. */
 void iwsim_init(struct iwsim *w, uint64_t seed, const struct iwsim_cfg *cfg);

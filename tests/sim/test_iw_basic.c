@@ -46,6 +46,10 @@ static void one(struct iwsim *w, struct sim_mr *amr, struct sim_mr *bmr, enum to
 	struct sim_mr *src = op == T_READ ? bmr : amr, *dst = op == T_READ ? amr : bmr;
 	int rcv = op == T_READ ? SIM_A : SIM_B, snd = 1 - rcv;
 	uint64_t in_mr0 = w->rx_in_mr[rcv], from_mr0 = w->tx_from_mr[snd];
+	uint64_t direct0 = w->direct_taken[SIM_A];
+	/* The direct way takes a SEND or WRITE of at most IW_TX_ONE_PAY bytes in one FPDU. */
+	bool direct = w->direct && op != T_READ && len <= IW_TX_ONE_PAY &&
+		      len + IW_DDP_UNTAGGED_HDR_LEN <= iw_mulpdu(1448);
 	struct sim_mr *inv = NULL;
 	struct ibv_wc wc;
 	unsigned notifies0 = notifies;
@@ -115,9 +119,11 @@ static void one(struct iwsim *w, struct sim_mr *amr, struct sim_mr *bmr, enum to
 		B->cq.armed = 0;
 	}
 	/* Zero copy: the payload was read straight into registered memory and sent straight
-	 * from it; the engines copied nothing. */
+	 * from it; the engines copied nothing. Except a small message posted the direct way:
+	 * copied into its FPDU (iw_qp_post_one). */
 	CHECK_EQ(w->rx_in_mr[rcv] - in_mr0, len);
-	CHECK_EQ(w->tx_from_mr[snd] - from_mr0, len);
+	CHECK_EQ(w->tx_from_mr[snd] - from_mr0, direct ? 0 : len);
+	CHECK_EQ(w->direct_taken[SIM_A] - direct0, direct ? 1 : 0);
 	CHECK_EQ(cnt(w, SIM_A)[IW_CNT_rx_payload_copied], 0);
 	CHECK_EQ(cnt(w, SIM_B)[IW_CNT_rx_payload_copied], 0);
 	CHECK_EQ(iw_qp_state(w->qp[SIM_A]), IBV_QPS_RTS);
@@ -636,6 +642,7 @@ static void nudge(void)
 
 	REQUIRE(w);
 	iwsim_init(w, seed + 800, &cfg);
+	w->direct = false; /* a message that waits in the queue is what is checked */
 	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 4096, ACC_ALL);
 	CHECK_EQ(iw_qp_nudge(w->qp[SIM_A]), 0);
 	n = iwsim_drain_tx(w->qp[SIM_A], buf, sizeof(buf));
@@ -694,6 +701,7 @@ static void tx_ahead(void)
 
 	REQUIRE(w);
 	iwsim_init(w, seed + 800, NULL);
+	w->direct = false; /* framing ahead of TCP is what is checked */
 	qp = w->qp[SIM_A];
 	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 8192, ACC_ALL);
 	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 8192, ACC_ALL);
@@ -738,6 +746,163 @@ static void tx_ahead(void)
 	free(w);
 }
 
+/* The direct way (iw_qp_post_one) frames exactly the bytes the send queue would: for every
+ * op, length, flag and CRC setting the FPDU equals the one iw_qp_tx_want hands out for the
+ * same WR on a twin pair, and MSNs run on; the completions and counters are the same. What
+ * does not qualify is left to the queue, untouched. */
+static void direct_bytes(void)
+{
+	static const uint32_t lens[] = {0, 1, 3, 4, 5, 100, 255, 256, 511, IW_TX_ONE_PAY};
+	static const enum ibv_wr_opcode ops[] = {IBV_WR_SEND, IBV_WR_SEND_WITH_INV,
+						 IBV_WR_RDMA_WRITE};
+	static const int wc_op[] = {IBV_WC_SEND, IBV_WC_SEND, IBV_WC_RDMA_WRITE};
+	uint64_t taken = 0;
+
+	for (int crc = 0; crc < 2; crc++) {
+		struct iwsim *q = calloc(1, sizeof(*q)), *d = calloc(1, sizeof(*d));
+		struct iwsim_cfg cfg = {0};
+		struct sim_mr *qm, *dm;
+		const struct ibv_send_wr *bad;
+		uint64_t id = 0;
+
+		REQUIRE(q && d);
+		cfg.attr.crc = crc;
+		iwsim_init(q, seed + 900, &cfg);
+		iwsim_init(d, seed + 900, &cfg);
+		qm = sim_mr_reg(&q->s.node[SIM_A], 1, 4096, ACC_ALL);
+		dm = sim_mr_reg(&d->s.node[SIM_A], 1, 4096, ACC_ALL);
+		sim_fill(qm->host, 4096, 7);
+		sim_fill(dm->host, 4096, 7);
+		for (unsigned o = 0; o < 3; o++) {
+			for (unsigned l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+				for (unsigned fl = 0; fl < 8; fl++, id++) {
+					bool inl = fl & 1, se = fl & 2, sig = !(fl & 4);
+					uint32_t len = lens[l];
+					struct ibv_sge sq = {inl ? (uintptr_t)(qm->host + 10)
+								 : sim_va(qm, 10),
+							     len, qm->key};
+					struct ibv_sge sd = {inl ? (uintptr_t)(dm->host + 10)
+								 : sim_va(dm, 10),
+							     len, dm->key};
+					struct ibv_send_wr wq = {0}, wd;
+					static uint8_t a[2048];
+					size_t na, nb = 0;
+					const uint8_t *f;
+
+					if (inl && len > ENG_MAX_INLINE)
+						continue;
+					wq.wr_id = id;
+					wq.opcode = ops[o];
+					wq.send_flags = (inl ? IBV_SEND_INLINE : 0u) |
+							(se ? IBV_SEND_SOLICITED : 0u) |
+							(sig ? IBV_SEND_SIGNALED : 0u);
+					wq.wr.rdma.remote_addr = 0x123456789abcull + id;
+					wq.wr.rdma.rkey = 0x55 + (uint32_t)id;
+					wq.invalidate_rkey = 0x77 + (uint32_t)id;
+					wd = wq;
+					wq.sg_list = &sq;
+					wd.sg_list = &sd;
+					wq.num_sge = wd.num_sge = len ? 1 : 0;
+					REQUIRE(iw_qp_post_send(q->qp[SIM_A], &wq, &bad, 0) == 0);
+					na = iwsim_drain_tx(q->qp[SIM_A], a, sizeof(a));
+					f = iw_qp_post_one(d->qp[SIM_A], &wd, &nb);
+					REQUIRE(f != NULL);
+					taken++;
+					CHECK_EQ(nb, na);
+					CHECK_MEM(f, a, na);
+					iw_qp_one_sent(d->qp[SIM_A], &wd, nb);
+					if (sig) {
+						IWSIM_EXPECT_WC(q, SIM_A, id, IBV_WC_SUCCESS,
+								wc_op[o], len);
+						IWSIM_EXPECT_WC(d, SIM_A, id, IBV_WC_SUCCESS,
+								wc_op[o], len);
+					}
+					CHECK_EQ(cq_count(&d->s.node[SIM_A]), 0);
+				}
+			}
+		}
+		CHECK_EQ(cnt(d, SIM_A)[IW_CNT_tx_fpdus], cnt(q, SIM_A)[IW_CNT_tx_fpdus]);
+		CHECK_EQ(cnt(d, SIM_A)[IW_CNT_tx_bytes], cnt(q, SIM_A)[IW_CNT_tx_bytes]);
+		CHECK_EQ(cnt(d, SIM_A)[IW_CNT_tx_payload_bytes],
+			 cnt(q, SIM_A)[IW_CNT_tx_payload_bytes]);
+		iwsim_fini(q);
+		iwsim_fini(d);
+		free(q);
+		free(d);
+	}
+	CHECK(taken > 400);
+}
+
+/* What the direct way leaves to the send queue, untouched (the queue then sends it, or fails
+ * it with its error): a message longer than IW_TX_ONE_PAY or than one FPDU, a READ, a chain,
+ * a WR behind one in the queue, a bad key, a QP not in RTS. A part TCP does not take is sent
+ * by the queue, and the message completes once it has gone. */
+static void direct_declines(void)
+{
+	struct iwsim *w = calloc(1, sizeof(*w));
+	struct iwsim_cfg cfg = {0};
+	struct sim_mr *amr, *bmr;
+	struct ibv_sge sg = {0};
+	struct ibv_send_wr wr = {0}, wr2 = {0};
+	size_t n = 0;
+	static uint8_t out[4096];
+	size_t got, used = 0;
+	const uint8_t *f;
+
+	REQUIRE(w);
+	cfg.attr.mulpdu = 300; /* one FPDU holds 300 - 14 bytes of a WRITE */
+	iwsim_init(w, seed + 950, &cfg);
+	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 4096, ACC_ALL);
+	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 4096, ACC_ALL);
+	sim_fill(amr->host, 4096, 11);
+	sg = (struct ibv_sge){sim_va(amr, 0), 286, amr->key};
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = sim_va(bmr, 0);
+	wr.wr.rdma.rkey = bmr->key;
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) != NULL); /* exactly one FPDU */
+	iw_qp_one_sent(w->qp[SIM_A], &wr, 0);		      /* TCP took nothing */
+	sg.length = 287;				      /* two FPDUs */
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) == NULL); /* one queued before it */
+	got = iwsim_drain_tx(w->qp[SIM_A], out, sizeof(out));
+	CHECK_EQ(got, n);
+	IWSIM_EXPECT_WC(w, SIM_A, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 286);
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) == NULL); /* two FPDUs */
+	sg.length = 200;
+	wr.opcode = IBV_WR_RDMA_READ;
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) == NULL);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.next = &wr2;
+	wr2 = wr;
+	wr2.next = NULL;
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) == NULL); /* a chain */
+	wr.next = NULL;
+	sg.lkey = amr->key + 1000;
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) == NULL); /* a bad key */
+	sg.lkey = amr->key;
+	/* A part TCP did not take: the queue sends the rest, then the message completes. */
+	f = iw_qp_post_one(w->qp[SIM_A], &wr, &n);
+	REQUIRE(f && n > 10);
+	memcpy(out + got, f, 7);
+	iw_qp_one_sent(w->qp[SIM_A], &wr, 7);
+	CHECK_EQ(cq_count(&w->s.node[SIM_A]), 0);
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) == NULL); /* its rest waits */
+	CHECK_EQ(iwsim_drain_tx(w->qp[SIM_A], out + got + 7, sizeof(out) - got - 7), n - 7);
+	IWSIM_EXPECT_WC(w, SIM_A, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 200);
+	got += n;
+	/* The peer places both Writes. */
+	CHECK_EQ(iw_qp_rx_bytes(w->qp[SIM_B], out, got, &used, 0), 0);
+	CHECK_EQ(used, got);
+	CHECK_MEM(bmr->host, amr->host, 286);
+	CHECK_EQ(iw_qp_state(w->qp[SIM_B]), IBV_QPS_RTS);
+	iw_qp_set_state(w->qp[SIM_A], IBV_QPS_SQD, 0);
+	CHECK(iw_qp_post_one(w->qp[SIM_A], &wr, &n) == NULL); /* not in RTS */
+	iwsim_fini(w);
+	free(w);
+}
+
 /* The transmit rings start small and grow while framing runs ahead (IW_TX_F_FIRST,
  * IW_TX_PAY_FIRST): twenty two-SGE Writes posted behind a half-sent one are all offered by
  * one tx_want (the first-size rings would offer 4 FPDUs), and the bytes after the growth
@@ -758,6 +923,7 @@ static void tx_rings_grow(void)
 
 	REQUIRE(w);
 	iwsim_init(w, seed + 850, NULL);
+	w->direct = false; /* the rings' layout is what is checked */
 	qp = w->qp[SIM_A];
 	amr = sim_mr_reg(&w->s.node[SIM_A], 1, 8192, ACC_ALL);
 	bmr = sim_mr_reg(&w->s.node[SIM_B], 1, 8192, ACC_ALL);
@@ -812,19 +978,27 @@ int main(void)
 	clock_t t0 = clock();
 
 	seed = check_seed(20241202);
-	posting();
-	sgl();
-	ord_fence();
-	irq_growth();
-	orq_small_ring();
-	tx_rings_grow();
-	srq();
-	rtr();
-	nudge();
-	batch();
-	tx_ahead();
-	matrix();
-	big();
+	/* Every test twice: posts through the send queue, then through the direct way
+	 * (iw_qp_post_one) wherever a WR qualifies. */
+	for (int d = 0; d < 2; d++) {
+		iwsim_direct = d;
+		fprintf(stderr, "-- posts: %s\n", d ? "direct way first" : "send queue");
+		posting();
+		sgl();
+		ord_fence();
+		irq_growth();
+		orq_small_ring();
+		tx_rings_grow();
+		srq();
+		rtr();
+		nudge();
+		batch();
+		tx_ahead();
+		matrix();
+		big();
+	}
+	direct_bytes();
+	direct_declines();
 	fprintf(stderr, "%.2f s cpu\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
 	return check_exit();
 }

@@ -752,18 +752,24 @@ static void tx_errors(void)
 int main(void)
 {
 	seed = check_seed(7);
-	write_errors();
-	write_continuation();
-	send_errors();
-	rreq_errors();
-	ird();
-	stream_errors();
-	remote_access();
-	remote_too_small();
-	rresp_crc();
-	peer_terminate();
-	cut();
-	half_fpdu();
-	tx_errors();
+	/* Every test twice: posts through the send queue, then through the direct way
+	 * (iw_qp_post_one) wherever a WR qualifies. */
+	for (int d = 0; d < 2; d++) {
+		iwsim_direct = d;
+		fprintf(stderr, "-- posts: %s\n", d ? "direct way first" : "send queue");
+		write_errors();
+		write_continuation();
+		send_errors();
+		rreq_errors();
+		ird();
+		stream_errors();
+		remote_access();
+		remote_too_small();
+		rresp_crc();
+		peer_terminate();
+		cut();
+		half_fpdu();
+		tx_errors();
+	}
 	return check_exit();
 }

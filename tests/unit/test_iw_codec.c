@@ -668,6 +668,77 @@ static void test_tx(void)
 	CHECK(tx.done);
 }
 
+/* The one-FPDU header writers give iw_hdr_encode's bytes for the same fields (every Send
+ * opcode, edge values, payload lengths up to the ULPDU limit) and refuse what they cannot
+ * write, touching nothing. */
+static void test_hdr_put_one(void)
+{
+	static const uint8_t sends[] = {IW_OP_SEND, IW_OP_SEND_INV, IW_OP_SEND_SE,
+					IW_OP_SEND_SE_INV};
+	static const uint32_t v32[] = {0, 1, 0x80000000u, 0xffffffffu, 0x12345678u};
+	static const uint32_t lens[] = {0, 1, 100, 65535 - IW_DDP_UNTAGGED_HDR_LEN,
+					65535 - IW_DDP_TAGGED_HDR_LEN};
+	uint8_t a[64], b[64];
+
+	for (unsigned o = 0; o < sizeof(sends); o++)
+		for (unsigned i = 0; i < sizeof(v32) / sizeof(v32[0]); i++)
+			for (unsigned l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+				struct iw_hdr h;
+				uint32_t len = lens[l];
+				bool fits = len <= 65535 - IW_DDP_UNTAGGED_HDR_LEN;
+
+				REQUIRE(iw_hdr_init(&h, sends[o]) == 0);
+				h.rsvdulp = v32[i];
+				h.msn = v32[(i + 1) % 5];
+				memset(a, 0xee, sizeof(a));
+				memset(b, 0xee, sizeof(b));
+				int ra = iw_hdr_encode(&h, len, a, sizeof(a));
+				size_t rb =
+				    iw_hdr_put_send(b, sizeof(b), sends[o], h.rsvdulp, h.msn, len);
+				CHECK_EQ(ra, fits ? 2 + IW_DDP_UNTAGGED_HDR_LEN : -EMSGSIZE);
+				CHECK_EQ(rb, fits ? (size_t)ra : 0);
+				CHECK_MEM(a, b, sizeof(a));
+			}
+	for (unsigned i = 0; i < sizeof(v32) / sizeof(v32[0]); i++)
+		for (unsigned l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+			struct iw_hdr h;
+			uint32_t len = lens[l];
+
+			REQUIRE(iw_hdr_init(&h, IW_OP_WRITE) == 0);
+			h.stag = v32[i];
+			h.to = (uint64_t)v32[(i + 2) % 5] << 32 | v32[(i + 3) % 5];
+			memset(a, 0xee, sizeof(a));
+			memset(b, 0xee, sizeof(b));
+			int ra = iw_hdr_encode(&h, len, a, sizeof(a));
+			size_t rb = iw_hdr_put_write(b, sizeof(b), h.stag, h.to, len);
+			CHECK_EQ(ra, 2 + IW_DDP_TAGGED_HDR_LEN);
+			CHECK_EQ(rb, (size_t)ra);
+			CHECK_MEM(a, b, sizeof(a));
+		}
+	/* Refused, nothing written: not a Send, a short buffer, a ULPDU too long. */
+	memset(b, 0xee, sizeof(b));
+	memset(a, 0xee, sizeof(a));
+	CHECK_EQ(iw_hdr_put_send(b, sizeof(b), IW_OP_WRITE, 0, 1, 10), 0);
+	CHECK_EQ(iw_hdr_put_send(b, sizeof(b), IW_OP_READ_REQ, 0, 1, 0), 0);
+	CHECK_EQ(iw_hdr_put_send(b, 2 + IW_DDP_UNTAGGED_HDR_LEN - 1, IW_OP_SEND, 0, 1, 10), 0);
+	CHECK_EQ(iw_hdr_put_write(b, 2 + IW_DDP_TAGGED_HDR_LEN - 1, 1, 0, 10), 0);
+	CHECK_EQ(iw_hdr_put_write(b, sizeof(b), 1, 0, 65535 - IW_DDP_TAGGED_HDR_LEN + 1), 0);
+	CHECK_MEM(a, b, sizeof(a));
+	/* And what is written parses back as that message's one FPDU. */
+	uint8_t f[64] = {0};
+	struct iw_fpdu d;
+	size_t n = iw_hdr_put_send(f, sizeof(f), IW_OP_SEND_SE_INV, 0xabcd, 7, 3);
+	REQUIRE(n == 2 + IW_DDP_UNTAGGED_HDR_LEN);
+	n += 3 + iw_fpdu_trailer(f + n, IW_DDP_UNTAGGED_HDR_LEN + 3, 0, false, NULL);
+	CHECK_EQ(iw_fpdu_decode(f, n, false, 0, &d), (int)n);
+	CHECK_EQ(d.hdr.opcode, IW_OP_SEND_SE_INV);
+	CHECK(d.hdr.last);
+	CHECK_EQ(d.hdr.rsvdulp, 0xabcd);
+	CHECK_EQ(d.hdr.msn, 7);
+	CHECK_EQ(d.hdr.mo, 0);
+	CHECK_EQ(d.payload_len, 3);
+}
+
 int main(void)
 {
 	test_opcode_table();
@@ -679,5 +750,6 @@ int main(void)
 	test_term_from_err();
 	test_mulpdu();
 	test_tx();
+	test_hdr_put_one();
 	return check_exit();
 }

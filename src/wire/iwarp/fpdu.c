@@ -288,8 +288,9 @@ static int ctrl_check(uint16_t ctrl, uint16_t ulpdu_len)
 	return oi->hdr_len;
 }
 
-/* Decodes a complete header: p holds hdr_len bytes from the control word on. */
-static int hdr_parse(const uint8_t *p, size_t hdr_len, uint16_t ulpdu_len, struct iw_hdr *h)
+/* Decodes a complete header: p holds hdr_len bytes from the control word on, a control word
+ * that ctrl_check has passed (with the FPDU's ULPDU_LENGTH), returning hdr_len. */
+static int hdr_parse(const uint8_t *p, size_t hdr_len, struct iw_hdr *h)
 {
 	struct cur c = {p, hdr_len, 0, false};
 	uint16_t ctrl;
@@ -299,11 +300,6 @@ static int hdr_parse(const uint8_t *p, size_t hdr_len, uint16_t ulpdu_len, struc
 	if (hdr_len < 2)
 		return -IW_E_ULPDU_LEN;
 	ctrl = be16(p);
-	r = ctrl_check(ctrl, ulpdu_len);
-	if (r < 0)
-		return r;
-	if ((size_t)r != hdr_len)
-		return -IW_E_ULPDU_LEN;
 	oi = iw_opinfo(ctrl & IW_CTRL_OPCODE);
 	/* The Terminate part (large) is zeroed only when it was or will be used: it stays zero
 	 * for every other header. */
@@ -385,6 +381,46 @@ int iw_hdr_encode(const struct iw_hdr *h, uint32_t payload_len, uint8_t *out, si
 	if (w.bad || w.off != IW_FPDU_LEN_SIZE + hl)
 		return -ENOSPC; /* not reached: cap was checked against hl */
 	return (int)w.off;
+}
+
+/* The control word of a whole message's only FPDU: L, DDP and RDMAP version 1. */
+static uint16_t ctrl_one(uint8_t opcode, bool tagged)
+{
+	return (uint16_t)((tagged ? IW_CTRL_T : 0) | IW_CTRL_L | IW_DDP_VERSION << 8 |
+			  IW_RDMAP_VERSION << 6 | (opcode & IW_CTRL_OPCODE));
+}
+
+size_t iw_hdr_put_send(uint8_t *out, size_t cap, uint8_t opcode, uint32_t rsvdulp, uint32_t msn,
+		       uint32_t payload_len)
+{
+	struct put w = {out, cap, 0, false};
+
+	if ((opcode != IW_OP_SEND && opcode != IW_OP_SEND_INV && opcode != IW_OP_SEND_SE &&
+	     opcode != IW_OP_SEND_SE_INV) ||
+	    payload_len > IW_ULPDU_MAX - IW_DDP_UNTAGGED_HDR_LEN ||
+	    cap < IW_FPDU_LEN_SIZE + IW_DDP_UNTAGGED_HDR_LEN)
+		return 0;
+	put_be(&w, IW_DDP_UNTAGGED_HDR_LEN + payload_len, 2);
+	put_be(&w, ctrl_one(opcode, false), 2);
+	put_be(&w, rsvdulp, 4);
+	put_be(&w, IW_QN_SEND, 4);
+	put_be(&w, msn, 4);
+	put_be(&w, 0, 4); /* MO */
+	return w.off;
+}
+
+size_t iw_hdr_put_write(uint8_t *out, size_t cap, uint32_t stag, uint64_t to, uint32_t payload_len)
+{
+	struct put w = {out, cap, 0, false};
+
+	if (payload_len > IW_ULPDU_MAX - IW_DDP_TAGGED_HDR_LEN ||
+	    cap < IW_FPDU_LEN_SIZE + IW_DDP_TAGGED_HDR_LEN)
+		return 0;
+	put_be(&w, IW_DDP_TAGGED_HDR_LEN + payload_len, 2);
+	put_be(&w, ctrl_one(IW_OP_WRITE, true), 2);
+	put_be(&w, stag, 4);
+	put_be(&w, to, 8);
+	return w.off;
 }
 
 /* ---- FPDU framing ---- */
@@ -510,7 +546,7 @@ static void rx_event(const struct iw_rx *rx, struct iw_rx_ev *ev)
 /* The whole header is in raw[]: decode it -> HDR event. */
 static int hdr_complete(struct iw_rx *rx, struct iw_rx_ev *ev)
 {
-	int r = hdr_parse(rx->raw + 2, rx->hdr_len, rx->ulpdu_len, &rx->hdr);
+	int r = hdr_parse(rx->raw + 2, rx->hdr_len, &rx->hdr); /* ctrl_check gave hdr_len */
 
 	if (r < 0)
 		return rx_fail(rx, r);
@@ -663,7 +699,7 @@ int iw_rx_fpdu(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 	if (len < whole || ulpdu_check(rx, ulpdu) < 0)
 		return 0;
 	hl = ctrl_check(be16(buf + IW_FPDU_LEN_SIZE), ulpdu);
-	if (hl < 0 || hdr_parse(buf + IW_FPDU_LEN_SIZE, (size_t)hl, ulpdu, &rx->hdr) < 0)
+	if (hl < 0 || hdr_parse(buf + IW_FPDU_LEN_SIZE, (size_t)hl, &rx->hdr) < 0)
 		return 0;
 	pad = iw_fpdu_pad(ulpdu);
 	/* RFC 5044 6: from ULPDU_LENGTH through the pad. */

@@ -186,6 +186,17 @@ size_t iw_hdr_len(const struct iw_hdr *h);
  * too small (nothing written). */
 int iw_hdr_encode(const struct iw_hdr *h, uint32_t payload_len, uint8_t *out, size_t cap);
 
+/* The header of a whole message in one FPDU (L set, MO or TO its first byte) with its
+ * ULPDU_LENGTH, written straight from the fields, as iw_hdr_encode writes it from an
+ * iw_hdr_init header with the same fields: the common small message costs no iw_hdr.
+ * iw_hdr_put_send: a Send (opcode IW_OP_SEND, _INV, _SE or _SE_INV; rsvdulp the STag to
+ * invalidate or 0); iw_hdr_put_write: an RDMA Write to stag / to. Return the bytes written
+ * (2 + the header), or 0 (nothing written) if cap is short, the opcode is not a Send or the
+ * ULPDU would exceed 65535 bytes. */
+size_t iw_hdr_put_send(uint8_t *out, size_t cap, uint8_t opcode, uint32_t rsvdulp, uint32_t msn,
+		       uint32_t payload_len);
+size_t iw_hdr_put_write(uint8_t *out, size_t cap, uint32_t stag, uint64_t to, uint32_t payload_len);
+
 /* ---- FPDU framing (RFC 5044 4.1, 6: no markers) ---- */
 
 /* PAD bytes after a ULPDU: (2 + ulpdu_len + pad) is a multiple of 4. */
