@@ -157,7 +157,10 @@ static int hdr_send(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 		r->rwqe.wr_id = rw->wr_id;
 		r->rwqe.num_sge = rw->num_sge;
 		r->rwqe.length = rw->length;
-		memcpy(r->rwqe.sge, rw->sge, rw->num_sge * sizeof(rw->sge[0]));
+		if (rw->num_sge == 1)
+			r->rwqe.sge[0] = rw->sge[0]; /* the common case, without a memcpy call */
+		else
+			memcpy(r->rwqe.sge, rw->sge, rw->num_sge * sizeof(rw->sge[0]));
 		eng_rq_pop(qp->rq);
 		r->u_active = true;
 		r->u_op = h->opcode;

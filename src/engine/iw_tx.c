@@ -144,8 +144,21 @@ static bool message_due(const struct iw_qp *qp)
 	return qp->tx.irq_next != qp->irq_tail || sq_startable(qp) || qp->tx.nudge_pending;
 }
 
+/* Nothing to frame or hand out, in RTS: no FPDU framed, no message being framed or waiting
+ * (prepare would find none). Most passes find this (a small message went the direct way), so
+ * it is asked first. */
+static bool tx_idle(const struct iw_qp *qp)
+{
+	const struct iw_txs *t = &qp->tx;
+
+	return t->head == t->tail && !t->active && qp->sq_next == qp->sq_tail &&
+	       t->irq_next == qp->irq_tail && !t->nudge_pending && qp->state == IBV_QPS_RTS;
+}
+
 bool iw_tx_ready(const struct iw_qp *qp)
 {
+	if (tx_idle(qp))
+		return false;
 	if (qp->tx.finished)
 		return false;
 	if (qp->tx.head != qp->tx.tail)
@@ -508,7 +521,7 @@ int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov
 	if (max_iov < 1)
 		return -EINVAL;
 	t->offered = 0;
-	if (!prepare(qp))
+	if (tx_idle(qp) || !prepare(qp))
 		return 0;
 	skip = t->sent;
 	/* Each FPDU's pieces in order: header (its ring slot), payload (MR / inline), trailer. */

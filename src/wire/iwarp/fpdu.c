@@ -432,7 +432,8 @@ size_t iw_fpdu_trailer(uint8_t *out, uint32_t ulpdu_len, uint32_t crc, bool crc_
 	unsigned n = iw_fpdu_pad(ulpdu_len);
 	const uint8_t *pb = pad ? pad : zero;
 
-	memcpy(out, pb, n);
+	for (unsigned i = 0; i < n; i++) /* at most 3 bytes: no memcpy call */
+		out[i] = pb[i];
 	if (crc_on) {
 		/* RFC 5044 6: the CRC covers the pad; siw sends the value LSB first. */
 		crc = crc32c(crc, pb, n);
@@ -715,7 +716,8 @@ int iw_rx_fpdu(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 	ev->len = ev->payload_len;
 	ev->off = 0;
 	memset(ev->pad, 0, sizeof(ev->pad));
-	memcpy(ev->pad, buf + IW_FPDU_LEN_SIZE + ulpdu, pad);
+	for (unsigned i = 0; i < pad; i++) /* at most 3 bytes: no memcpy call */
+		ev->pad[i] = buf[IW_FPDU_LEN_SIZE + ulpdu + i];
 	ev->pad_len = (uint8_t)pad;
 	ev->crc = le32(buf + IW_FPDU_LEN_SIZE + ulpdu + pad);
 	rx->fpdus++;
