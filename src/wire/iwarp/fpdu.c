@@ -710,8 +710,8 @@ int iw_rx_fpdu(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
 	rx->ulpdu_len = ulpdu;
 	rx->hdr_len = (uint16_t)hl;
 	rx->have = (uint16_t)(IW_FPDU_LEN_SIZE + hl);
-	memcpy(rx->raw, buf, rx->have);
 	rx_event(rx, ev);
+	ev->raw = buf; /* where it lies: not copied into rx->raw */
 	ev->data = ev->payload_len ? buf + rx->have : NULL;
 	ev->len = ev->payload_len;
 	ev->off = 0;

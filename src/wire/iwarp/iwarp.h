@@ -570,7 +570,8 @@ int iw_rx_step(struct iw_rx *rx, const uint8_t *buf, size_t len, size_t *used, s
  * FPDU whose header is valid and whose CRC (if on) is good, consumes it (*used) and returns 1
  * with *ev holding what iw_rx_step's HDR, DATA and END events would have held together: hdr,
  * raw, ulpdu_len and payload_len; the payload (data, len = payload_len, off 0; data NULL when
- * empty); pad and crc (hdr and raw valid until the next call on rx, of either function).
+ * empty); pad and crc (hdr valid until the next call on rx, of either function; raw points
+ * into buf).
  * Otherwise returns 0 and consumes nothing, rx still at the same boundary (only its private
  * decoded header may have been overwritten): iw_rx_step then takes the bytes, and reports a
  * bad header or CRC where it always has. */
