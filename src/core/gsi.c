@@ -14,6 +14,7 @@
 
 #include "core/core.h"
 #include "io/rundir.h"
+#include "util/sys.h"
 
 #define FRAME_MAGIC   "SGSI"
 #define FRAME_VERSION 1
@@ -121,7 +122,7 @@ int gsi_ep_recv(int fd, struct gsi_frame *f)
 			    .msg_iovlen = 1,
 			    .msg_control = ctl.b,
 			    .msg_controllen = sizeof(ctl.b)};
-	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	ssize_t n = sys_recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 	bool trusted = false;
@@ -177,8 +178,8 @@ static int forward(const char *name, const struct gsi_frame *f)
 	int err = rundir_sockaddr(name, &sa, &len);
 	if (err)
 		return err;
-	ssize_t n = sendto(fwd_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL,
-			   (struct sockaddr *)&sa, len);
+	ssize_t n = sys_sendto(fwd_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL,
+			       (struct sockaddr *)&sa, len);
 	if (n == (ssize_t)sizeof(buf))
 		return 0;
 	/* A name no socket has (any more) is "nobody there", as for an abstract name. */

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "io/steer.h"
 #include "io/rundir.h"
+#include "util/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -293,8 +294,8 @@ static void send_probe(struct io_steer *st, int fd, uint32_t epoch, int k)
 {
 	uint8_t p[IO_STEER_PROBE_LEN];
 	build_probe(st, p, epoch, k);
-	if (sendto(fd, p, sizeof(p), MSG_DONTWAIT, (const struct sockaddr *)&st->self,
-		   st->selflen) != (ssize_t)sizeof(p)) {
+	if (sys_sendto(fd, p, sizeof(p), MSG_DONTWAIT, (const struct sockaddr *)&st->self,
+		       st->selflen) != (ssize_t)sizeof(p)) {
 		cnt(st, IO_UDP_C_steer_errors);
 		return;
 	}

@@ -12,6 +12,9 @@
  * and back around the call, about 60 instructions of a wrapper's 70 (callgrind, 2 calls per
  * iWARP round trip, 2 to 4 per RoCE one).
  *
+ * Also the control path's calls made in a pass under that lock: the GSI router's (connection
+ * management datagrams) and the steering probes.
+ *
  * Same results as the wrappers: the count, or -1 with errno set. */
 #ifndef SOFTRDMA_UTIL_SYS_H
 #define SOFTRDMA_UTIL_SYS_H
@@ -31,6 +34,12 @@ static inline ssize_t sys_send(int fd, const void *buf, size_t len, int flags)
 static inline ssize_t sys_recv(int fd, void *buf, size_t len, int flags)
 {
 	return (ssize_t)syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+}
+
+static inline ssize_t sys_sendto(int fd, const void *buf, size_t len, int flags,
+				 const struct sockaddr *to, socklen_t tolen)
+{
+	return (ssize_t)syscall(SYS_sendto, fd, buf, len, flags, to, tolen);
 }
 
 static inline ssize_t sys_sendmsg(int fd, const struct msghdr *msg, int flags)
