@@ -688,7 +688,7 @@ void iwp_posted(struct iwp *p, struct iw_qp *qp, uint64_t now)
 static bool direct_ok(const struct iwp *p, const struct iwp_conn *k, const struct iw_qp *qp)
 {
 	return !p->deferred && k->phase == PH_OPEN && !k->dead && !k->peer_done && !k->tx_blocked &&
-	       !(p->has_thread && mover_who(&p->mv) == MOVER_APP && iw_qp_send_cq_waiting(qp));
+	       !mover_post_may_wait(&p->mv, p->has_thread, iw_qp_send_cq_waiting(qp));
 }
 
 int iwp_post_send(struct iwp *p, struct iw_qp *qp, const struct ibv_send_wr *wr,

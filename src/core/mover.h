@@ -226,11 +226,16 @@ static inline enum mover_who mover_who(const struct mover *m)
  * (*deferred counts them, under the context's lock; the pass that sends them zeroes it).
  * Back-to-back posts then leave in one system call. */
 #define MOVER_DEFER_POSTS 16
+/* The conditions of mover_post_waits but the count: whether a post may be left at all. */
+static inline bool mover_post_may_wait(const struct mover *m, bool has_thread, bool pipeline)
+{
+	return has_thread && pipeline && mover_who(m) == MOVER_APP;
+}
+
 static inline bool mover_post_waits(const struct mover *m, bool has_thread, bool pipeline,
 				    uint32_t *deferred)
 {
-	return has_thread && pipeline && mover_who(m) == MOVER_APP &&
-	       ++*deferred < MOVER_DEFER_POSTS;
+	return mover_post_may_wait(m, has_thread, pipeline) && ++*deferred < MOVER_DEFER_POSTS;
 }
 
 #endif

@@ -194,6 +194,13 @@ static int start_rresp(struct iw_qp *qp)
 	return 0;
 }
 
+/* The Send variant on the wire (RFC 5040 4.3 / 5.3): with Invalidate, SE from
+ * IBV_SEND_SOLICITED. */
+static uint8_t send_opcode(bool inv, bool se)
+{
+	return inv ? (se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV) : (se ? IW_OP_SEND_SE : IW_OP_SEND);
+}
+
 static int start_sq(struct iw_qp *qp)
 {
 	struct eng_swqe *w = iw_swqe_at(qp, qp->sq_next);
@@ -203,11 +210,7 @@ static int start_sq(struct iw_qp *qp)
 	switch (w->op) {
 	case ENG_OP_SEND:
 	case ENG_OP_SEND_INV:
-		/* RFC 5040 4.3 / 5.3: the Send variants; SE from IBV_SEND_SOLICITED. */
-		if (w->op == ENG_OP_SEND_INV)
-			iw_hdr_init(h, w->solicited ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV);
-		else
-			iw_hdr_init(h, w->solicited ? IW_OP_SEND_SE : IW_OP_SEND);
+		iw_hdr_init(h, send_opcode(w->op == ENG_OP_SEND_INV, w->solicited));
 		if (w->op == ENG_OP_SEND_INV)
 			h->rsvdulp = w->inv_rkey;
 		h->msn = ++qp->tx_msn[IW_QN_SEND];
@@ -639,15 +642,13 @@ bool iw_qp_tx_finished(const struct iw_qp *qp)
 
 /* ---- the direct way of one small message (iw_qp_post_one) ---- */
 
-/* A post that needs nothing of the send queue's machinery: no WR before it to complete first,
- * nothing framed, being framed or due (a Read Response, a nudge, a Terminate) to go first. */
+/* A post that needs nothing of the send queue's machinery: nothing framed, being framed or due
+ * to go first (tx_idle: RTS, so no Terminate either), no WR before it to complete first (an
+ * empty queue: no READ outstanding, the MPA RTR Read included), one WR, room for one. */
 static bool goes_direct(const struct iw_qp *qp, const struct ibv_send_wr *wr)
 {
-	const struct iw_txs *t = &qp->tx;
-
-	return qp->state == IBV_QPS_RTS && !wr->next && qp->sq_head == qp->sq_tail &&
-	       !qp->rtr_read && !t->active && t->head == t->tail && t->irq_next == qp->irq_tail &&
-	       !t->nudge_pending && !t->term_pending && !t->finished && qp->sq_max > 0;
+	return tx_idle(qp) && !wr->next && qp->sq_head == qp->sq_tail && !qp->rtr_read &&
+	       qp->sq_max > 0;
 }
 
 const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t *len)
@@ -693,12 +694,11 @@ const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, si
 		hl = iw_hdr_put_write(t->one, IW_TX_ONE, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
 				      (uint32_t)total);
 	} else {
-		bool se = wr->send_flags & IBV_SEND_SOLICITED, inv = op == ENG_OP_SEND_INV;
-		uint8_t opc = inv ? (se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV)
-				  : (se ? IW_OP_SEND_SE : IW_OP_SEND);
+		bool inv = op == ENG_OP_SEND_INV;
 
-		hl = iw_hdr_put_send(t->one, IW_TX_ONE, opc, inv ? wr->invalidate_rkey : 0,
-				     qp->tx_msn[IW_QN_SEND] + 1, (uint32_t)total);
+		hl = iw_hdr_put_send(
+		    t->one, IW_TX_ONE, send_opcode(inv, wr->send_flags & IBV_SEND_SOLICITED),
+		    inv ? wr->invalidate_rkey : 0, qp->tx_msn[IW_QN_SEND] + 1, (uint32_t)total);
 	}
 	if (!hl)
 		return NULL; /* not reached: the header and payload fit by construction */
