@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "api/api.h"
 #include "core/mgroup.h"
+#include "util/mark.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -496,6 +497,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		}
 		cfg.port = (uint16_t)v;
 	}
+	/* SOFTRDMA_DSCP, SOFTRDMA_ECN (util/mark.h): a mistyped one fails the open. */
+	ret = mark_config(&cfg.dscp, &cfg.ecn);
+	if (ret < 0)
+		goto close_pipe;
 	ret = core_ctx_create(&cfg, &ctx->core);
 	if (ret < 0)
 		goto close_pipe;

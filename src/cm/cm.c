@@ -4,6 +4,7 @@
  * cm_ep.c. */
 #define _GNU_SOURCE
 #include "cm/cm.h"
+#include "util/mark.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1010,6 +1011,18 @@ static void quiesce(void)
 		pthread_cond_wait(&cm.cond, &cm.lock);
 }
 
+/* The TCP options of an iWARP id's connections: its marking (util/mark.h), from its TOS
+ * (RDMA_OPTION_ID_TOS; the kernel's TCP sets the ECN bits) or the device default. A listener's
+ * are its accepted connections' too. */
+static struct io_tcp_opts tcp_opts(const struct cm_id *id)
+{
+	uint8_t dscp;
+	bool ecn;
+	(void)mark_config(&dscp, &ecn); /* a bad setting failed the device's open already */
+	uint8_t tos = mark_tos(dscp, false, id->tos);
+	return (struct io_tcp_opts){.tos = tos & 0xFC, .priority = mark_priority(tos)};
+}
+
 static void listeners_close(struct cm_id *id)
 {
 	for (int i = 0; i < id->nlis; i++)
@@ -1400,7 +1413,8 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 			id_set_dev(id, d);
 	}
 	int lbl = backlog > 0 ? backlog : 0;
-	int r = io_tcp_listen(id->laddr, id->lport, lbl, NULL, &id->lis[0]);
+	struct io_tcp_opts o = tcp_opts(id);
+	int r = io_tcp_listen(id->laddr, id->lport, lbl, &o, &id->lis[0]);
 	if (r == 0) {
 		id->nlis = 1;
 		id->lport = io_tcp_listener_port(id->lis[0]);
@@ -1410,7 +1424,7 @@ int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 		if (id->v6 && id->bound_any && !id->afonly) {
 			uint8_t any4[16] = {0};
 			any4[10] = any4[11] = 0xff;
-			if (io_tcp_listen(any4, id->lport, lbl, NULL, &id->lis[1]) == 0)
+			if (io_tcp_listen(any4, id->lport, lbl, &o, &id->lis[1]) == 0)
 				id->nlis = 2;
 		}
 		/* RoCE (the device's, both, or any for a wildcard): the IB CM's REQs come as
@@ -1477,8 +1491,9 @@ static bool said_self_qp;
  * source address is the one the route lookup gave. */
 static int start_tcp(struct cm_id *id)
 {
+	struct io_tcp_opts o = tcp_opts(id);
 	int r = io_tcp_connect(id->bound_app ? id->laddr : NULL, id->bound_app ? id->lport : 0,
-			       id->raddr, id->rport, NULL, &id->tcp);
+			       id->raddr, id->rport, &o, &id->tcp);
 	if (r < 0) {
 		id->tcp = NULL;
 		return r;
@@ -1803,6 +1818,12 @@ int sr_rdma_set_option(struct rdma_cm_id *rid, int level, int optname, void *opt
 		}
 		id->tos = *(uint8_t *)optval;
 		id->tos_set = true;
+		if (id->tcp) {
+			/* An iWARP id with its connection already (a passive side's before
+			 * rdma_accept, which took the listener's marks): from now on. */
+			struct io_tcp_opts o = tcp_opts(id);
+			(void)io_tcp_mark(id->tcp, &o);
+		}
 		break;
 	case RDMA_OPTION_ID_REUSEADDR:
 	case RDMA_OPTION_ID_AFONLY:
@@ -2018,6 +2039,10 @@ struct cm_id *cm_incoming_new(struct cm_id *lis)
 	c->state = CM_INCOMING;
 	c->lport = lis->lport;
 	c->passive = true;
+	/* The listener's TOS, as the kernel's rdma_cm gives its new ids (RoCE: the REQ's
+	 * traffic class replaces it, cm_roce.c). */
+	c->tos = lis->tos;
+	c->tos_set = lis->tos_set;
 	return c;
 }
 
@@ -2029,6 +2054,11 @@ static void incoming_new(struct cm_id *lis, struct io_tcp_conn *tcp, uint64_t no
 		return;
 	}
 	c->tcp = tcp;
+	if (c->tos_set) {
+		/* A TOS set on the listener after it listened: the connection follows it. */
+		struct io_tcp_opts o = tcp_opts(c);
+		(void)io_tcp_mark(tcp, &o);
+	}
 	c->ev = POLLIN;
 	c->deadline = now + CM_REQ_WAIT_NS;
 	uint16_t port;

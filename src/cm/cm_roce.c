@@ -791,7 +791,7 @@ static void request_in(struct cm_id *lis, const struct cm_mad *m, const struct g
 	c->rport = h.sport;
 	c->v6 = h.ipv6;
 	memcpy(c->gsi_peer, f->src, 16);
-	c->tos = f->tos;
+	c->tos = f->tos & 0xFC; /* the DSCP: ECN bits are each sender's own (core_tos) */
 	c->tid = m->tid;
 	c->peer_comm_id = m->local_id;
 	int d = cm_new_comm_id(&c->comm_id);
@@ -852,7 +852,7 @@ static void unknown_in(const struct cm_mad *m, const struct gsi_frame *f)
 	memset(&tmp, 0, sizeof(tmp));
 	memcpy(tmp.laddr, f->dst, 16);
 	memcpy(tmp.gsi_peer, f->src, 16);
-	tmp.tos = f->tos;
+	tmp.tos = f->tos & 0xFC;
 	tmp.dev = cm_dev_for(f->dst, CM_TR_ROCE);
 	if (!tmp.dev)
 		return;

@@ -28,7 +28,22 @@ struct core_config {
 	const char *fault_spec; /* io/fault.h syntax, or NULL (then $SOFTRDMA_FAULT is read) */
 	bool no_thread;		/* tests: no progress thread, the caller drives core_progress */
 	int ifindex;		/* the device's interface (multicast joins and sends), 0: none */
+	/* Marking (core_tos): the DSCP of traffic whose traffic class asks for none (the
+	 * device's default: 26, as RoCE deployments mark it; SOFTRDMA_DSCP), and whether RoCEv2
+	 * packets say they are ECN-capable (ECT(0); SOFTRDMA_ECN). */
+	uint8_t dscp;
+	bool ecn;
 };
+
+/* The IP TOS / IPv6 traffic class byte of traffic with traffic class tclass (a GRH's, a
+ * connection's TOS): its DSCP, or the device's default when its DSCP is 0, and ECT(0) when the
+ * device has ECN on (else tclass's own ECN bits, as rxe sends them). A TCP connection (iWARP)
+ * takes the DSCP part: the kernel's TCP sets the ECN bits itself. */
+uint8_t core_tos(const struct core_ctx *c, uint8_t tclass);
+/* The skb priority of the device's sockets: the DSCP's class selector (DSCP 26 -> 3, the
+ * priority a lossless RoCE class usually has), at most 6 (7 needs CAP_NET_ADMIN). A VLAN
+ * interface's egress map turns it into the 802.1Q PCP. */
+uint8_t core_priority(const struct core_ctx *c);
 
 /* Where a connected QP's packets go (from its address vector). */
 struct core_path {
@@ -179,6 +194,7 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_no_path, "packets dropped: QP has no address vector yet")                             \
 	X(rx_wrong_peer, "packets dropped: source address is not the QP's peer")                   \
 	X(rx_wrong_port, "packets dropped: not from the UDP port the QP's peer sends from")        \
+	X(rx_ecn_ce, "packets received with ECN Congestion Experienced (CE) in their IP header")   \
 	X(rx_mcast, "datagrams received on multicast group sockets")                               \
 	X(rx_mcast_bad_qpn, "multicast datagrams dropped: DestQP is not 0xFFFFFF")                 \
 	X(rx_mcast_no_group, "multicast datagrams dropped: no QP of the context in the group")     \

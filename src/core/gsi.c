@@ -193,7 +193,7 @@ static void answer_for_nobody(struct core_ctx *c, const struct gsi_frame *f)
 	struct cm_mad in, out;
 	if (cm_mad_parse(f->mad, CM_MAD_LEN, &in) != 0 || cm_mad_answer_nobody(&in, &out) != 0)
 		return;
-	struct gsi_frame r = {.ipv6 = f->ipv6, .sport = 0, .tos = f->tos};
+	struct gsi_frame r = {.ipv6 = f->ipv6, .sport = 0, .tos = (uint8_t)(f->tos & 0xFC)};
 	memcpy(r.src, f->dst, 16);
 	memcpy(r.dst, f->src, 16);
 	if (cm_mad_build(&out, r.mad) != CM_MAD_LEN)

@@ -110,4 +110,8 @@ void iwp_rdv_destroy(struct iwp *p);
 /* Under the lock: qp leaves auto-connect (detach, ERR, RESET, destroy). */
 void iwp_rdv_cancel(struct iwp *p, struct iw_qp *qp);
 
+/* The TCP options of the device's connections: its marking (util/mark.h; the kernel's TCP
+ * sets the ECN bits). */
+struct io_tcp_opts iwp_tcp_opts(const struct iwp *p);
+
 #endif

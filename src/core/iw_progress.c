@@ -1133,13 +1133,20 @@ static int qp_in_init(struct iwp *p, struct iw_qp *qp)
 	return ok ? 0 : -EINVAL;
 }
 
+struct io_tcp_opts iwp_tcp_opts(const struct iwp *p)
+{
+	uint8_t tos = core_tos(p->core, 0);
+	return (struct io_tcp_opts){.tos = tos & 0xFC, .priority = core_priority(p->core)};
+}
+
 int iwp_listen(struct iwp *p, const uint8_t addr[16], uint16_t port)
 {
 	pthread_mutex_lock(&p->accept_lock);
 	int ret = -EBUSY;
 	if (!p->lis) {
 		struct io_tcp_listener *l;
-		ret = io_tcp_listen(addr, port, 0, NULL, &l);
+		struct io_tcp_opts o = iwp_tcp_opts(p);
+		ret = io_tcp_listen(addr, port, 0, &o, &l);
 		if (ret == 0)
 			p->lis = l;
 	}
@@ -1197,7 +1204,8 @@ int iwp_connect(struct iwp *p, struct iw_qp *qp, const uint8_t addr[16], uint16_
 	if (ret < 0)
 		return ret;
 	struct io_tcp_conn *tcp;
-	ret = io_tcp_connect(NULL, 0, addr, port, NULL, &tcp);
+	struct io_tcp_opts o = iwp_tcp_opts(p);
+	ret = io_tcp_connect(NULL, 0, addr, port, &o, &tcp);
 	if (ret < 0)
 		return ret;
 	while ((ret = io_tcp_connect_done(tcp)) == -EINPROGRESS) {

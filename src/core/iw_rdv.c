@@ -786,7 +786,8 @@ static bool ac_run(struct iwp_rdv *r, struct rdv_ac *ac, uint64_t now, uint64_t 
 			*wake = min_u64(*wake, ac->next_try);
 			return false;
 		}
-		if (io_tcp_connect(ac->local, 0, ac->peer, r->port, NULL, &ac->tcp) < 0) {
+		struct io_tcp_opts o = iwp_tcp_opts(r->p);
+		if (io_tcp_connect(ac->local, 0, ac->peer, r->port, &o, &ac->tcp) < 0) {
 			ac->tcp = NULL;
 			retry_later(r, ac, now, wake);
 			return false;
@@ -959,7 +960,8 @@ static int ensure_listener(struct iwp_rdv *r, const uint8_t addr[16])
 			return 0;
 	if (r->nlis == MAX_LIS)
 		return -ENOSPC;
-	struct io_tcp_opts o = {.reuseport = true};
+	struct io_tcp_opts o = iwp_tcp_opts(r->p);
+	o.reuseport = true;
 	int e = io_tcp_listen(addr, r->port, 0, &o, &r->lis[r->nlis].l);
 	if (e == -EADDRINUSE)
 		say_port_holder(addr, r->port);

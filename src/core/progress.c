@@ -24,6 +24,7 @@
 #include "core/mgroup.h"
 #include "core/mover.h"
 #include "util/lock.h"
+#include "util/mark.h"
 #include "util/tmheap.h"
 #include "util/sys.h"
 
@@ -171,6 +172,16 @@ const uint64_t *core_counters(const struct core_ctx *c)
 	return c->counters;
 }
 
+uint8_t core_tos(const struct core_ctx *c, uint8_t tclass)
+{
+	return mark_tos(c->cfg.dscp, c->cfg.ecn, tclass);
+}
+
+uint8_t core_priority(const struct core_ctx *c)
+{
+	return mark_priority(core_tos(c, 0));
+}
+
 static struct io_udp *io_of(struct core_ctx *c, bool v6)
 {
 	return v6 ? c->io6 : c->io;
@@ -287,6 +298,7 @@ int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *p
 		io_udp_sport_put(io_of(c, s->path.ipv6), s->sport_ref);
 	s->sport_ref = path->sport;
 	s->path = *path;
+	s->path.tos = core_tos(c, path->tos);
 	/* The port is held by someone else: packets leave from the main socket, and the ICRC
 	 * must cover the port they really carry. */
 	if (ret == 1)
@@ -441,6 +453,7 @@ int core_ah_create(struct core_ctx *c, const struct core_path *path, uint32_t *h
 		a->gen = 1;
 	a->path = *path;
 	a->path.sport = 0; /* the sending QP's */
+	a->path.tos = core_tos(c, path->tos);
 	*handle = (uint32_t)a->gen << 16 | idx;
 	return 0;
 }
@@ -778,7 +791,7 @@ int core_gsi_send(struct core_ctx *c, const struct gsi_frame *f)
 			   .ipv6 = f->ipv6,
 			   .sport = sport,
 			   .dport = dport,
-			   .tos = f->tos};
+			   .tos = core_tos(c, f->tos)};
 	memcpy(p.src, src, 16);
 	memcpy(p.dst, f->dst, 16);
 	if (io_udp_send(io, &p, 1) != 1) {
@@ -875,6 +888,8 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	uint16_t ip_id;
 	if (!parse_checked(c, p, &pkt, &ip_id))
 		return;
+	if ((p->tos & 3) == 3)
+		c->counters[CORE_CNT_rx_ecn_ce]++; /* CE (RFC 3168) */
 	if (pkt.bth.dqpn == ROCE_MCAST_QPN) {
 		/* rxe_rcv_mcast_pkt: the group is the packet's destination address, and this
 		 * socket's is unicast: no group. */
@@ -1391,6 +1406,8 @@ int core_start(struct core_ctx *c, char *err, size_t errlen)
 	icfg.family = AF_INET;
 	memcpy(icfg.addr, c->cfg.local_addr, 16);
 	icfg.port = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
+	icfg.tos = core_tos(c, 0);
+	icfg.priority = core_priority(c);
 	/* Room for a full window of 4 KiB packets from many QPs (the kernel may clamp it). */
 	icfg.rcvbuf = 8 << 20;
 	icfg.sndbuf = 4 << 20;
@@ -1487,6 +1504,8 @@ static int start_v6(struct core_ctx *c)
 	memcpy(icfg.addr, c->cfg.local_addr6, 16);
 	icfg.port = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
 	icfg.slot = (uint8_t)(c->qpn_base >> 16);
+	icfg.tos = core_tos(c, 0);
+	icfg.priority = core_priority(c);
 	icfg.rcvbuf = 8 << 20;
 	icfg.sndbuf = 4 << 20;
 	icfg.ifindex = c->cfg.ifindex;

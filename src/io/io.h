@@ -171,11 +171,16 @@ struct io_udp_config {
 	 * IPV6_MULTICAST_IF on every sending socket; io/mcast.h). 0: the kernel picks by route
 	 * (IPv4: the interface of the bound address). */
 	int ifindex;
+	/* Marking: the IP TOS / IPv6 traffic class the sockets send with unless a packet asks
+	 * otherwise (io_pkt.tos), and their SO_PRIORITY: the skb priority, which a VLAN
+	 * interface's egress map turns into the 802.1Q PCP. Set after the TOS, which would
+	 * otherwise derive a priority of its own (ip(7) IP_TOS). */
+	uint8_t tos;
+	uint8_t priority;
 };
 
-/* What the sockets send with unless a packet asks otherwise (io_pkt tos and ttl; only a
- * different value costs the kernel ancillary data to parse). */
-#define IO_UDP_SOCK_TOS 0
+/* The TTL the sockets send with unless a packet asks otherwise (io_pkt ttl; only a different
+ * value, or TOS, costs the kernel ancillary data to parse). */
 #define IO_UDP_SOCK_TTL 64
 
 /* One packet: a UDP payload (BTH .. ICRC) and its addressing. The buffer is always the caller's. */

@@ -217,6 +217,34 @@ static int set_bufs(int fd, const struct io_tcp_opts *o)
 	return err;
 }
 
+/* The marks of opts (io_tcp_opts.tos, .priority): the priority after the TOS, which sets one of
+ * its own (ip(7) IP_TOS). */
+static int set_marks(int fd, const struct io_tcp_opts *o)
+{
+	int family = 0;
+	socklen_t fl = sizeof(family);
+	int err;
+
+	if (!o->tos && !o->priority)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &fl) != 0)
+		return -errno;
+	if (family == AF_INET6)
+		err = setopt_int(fd, IPPROTO_IPV6, IPV6_TCLASS, o->tos);
+	else
+		err = setopt_int(fd, IPPROTO_IP, IP_TOS, o->tos);
+	if (!err)
+		err = setopt_int(fd, SOL_SOCKET, SO_PRIORITY, o->priority);
+	return err;
+}
+
+int io_tcp_mark(struct io_tcp_conn *c, const struct io_tcp_opts *o)
+{
+	if (!c || !o)
+		return -EINVAL;
+	return set_marks(c->fd, o);
+}
+
 /* Per-connection options (siw_cm.c: TCP_NODELAY unless siw_tcp_nagle; no keepalive). */
 static int set_conn_opts(int fd, const struct io_tcp_opts *o)
 {
@@ -224,6 +252,8 @@ static int set_conn_opts(int fd, const struct io_tcp_opts *o)
 
 	if (!err)
 		err = setopt_int(fd, SOL_SOCKET, SO_KEEPALIVE, 0);
+	if (!err)
+		err = set_marks(fd, o);
 	return err;
 }
 
@@ -273,6 +303,8 @@ int io_tcp_listen(const uint8_t addr[16], uint16_t port, int backlog,
 		err = setopt_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
 	if (!err)
 		err = set_bufs(fd, opts); /* inherited by accepted sockets */
+	if (!err)
+		err = set_marks(fd, opts); /* the SYN-ACKs */
 	if (err)
 		goto fail_close;
 	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 ||

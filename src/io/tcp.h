@@ -87,6 +87,12 @@ struct io_tcp_opts {
 	/* Listeners: SO_REUSEPORT as well, so that every process of one user can listen on one
 	 * port (the kernel spreads connections over them; softrdma's auto-connect rendezvous). */
 	bool reuseport;
+	/* Marking, when either is nonzero: IP_TOS / IPV6_TCLASS (the DSCP << 2; TCP sets the ECN
+	 * bits itself) and then SO_PRIORITY (the skb priority, which a VLAN interface's egress map
+	 * turns into the 802.1Q PCP), on the socket before it connects or listens (its SYN or
+	 * SYN-ACK is marked too) and on every connection accepted. */
+	uint8_t tos;
+	uint8_t priority;
 };
 
 struct io_tcp_listener;
@@ -100,6 +106,10 @@ struct io_tcp_conn;
  * (IPv6 disabled), -EACCES (privileged port), -ENOMEM / -EMFILE. Nothing is left on failure. */
 int io_tcp_listen(const uint8_t addr[16], uint16_t port, int backlog,
 		  const struct io_tcp_opts *opts, struct io_tcp_listener **out);
+
+/* Sets o's marks (tos, priority; io_tcp_opts) on an open connection: its later segments carry
+ * them. 0 or -errno. */
+int io_tcp_mark(struct io_tcp_conn *c, const struct io_tcp_opts *o);
 
 /* Closes the listening socket and frees l. Connections already accepted are not affected;
  * those still in the kernel's queue are reset. NULL is allowed. */

@@ -53,6 +53,7 @@ struct io_udp {
 	uint8_t addr[16];
 	int rcvbuf, sndbuf;
 	int ifindex;
+	uint8_t tos, priority; /* the sockets' own (io_udp_config) */
 	struct io_steer *steer;
 	_Atomic uint64_t cnt[IO_UDP_NCOUNTERS];
 
@@ -218,14 +219,17 @@ static int make_socket(const struct io_udp *io, bool main, int *out)
 		err = setopt_int(fd, SOL_SOCKET, SO_REUSEPORT, 1);
 	/* The traffic class and TTL a packet gets without ancillary data (build_tx). */
 	if (!err && io->family == AF_INET) {
-		err = setopt_int(fd, IPPROTO_IP, IP_TOS, IO_UDP_SOCK_TOS);
+		err = setopt_int(fd, IPPROTO_IP, IP_TOS, io->tos);
 		if (!err)
 			err = setopt_int(fd, IPPROTO_IP, IP_TTL, IO_UDP_SOCK_TTL);
 	} else if (!err) {
-		err = setopt_int(fd, IPPROTO_IPV6, IPV6_TCLASS, IO_UDP_SOCK_TOS);
+		err = setopt_int(fd, IPPROTO_IPV6, IPV6_TCLASS, io->tos);
 		if (!err)
 			err = setopt_int(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, IO_UDP_SOCK_TTL);
 	}
+	/* After the TOS, which sets a priority of its own. Priorities 0-6 need no privilege. */
+	if (!err)
+		err = setopt_int(fd, SOL_SOCKET, SO_PRIORITY, io->priority);
 	if (!err && io->family == AF_INET) {
 		err = setopt_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
 		if (!err && main)
@@ -321,6 +325,8 @@ int io_udp_open(const struct io_udp_config *cfg, struct io_udp **out)
 	io->rcvbuf = cfg->rcvbuf;
 	io->sndbuf = cfg->sndbuf;
 	io->ifindex = cfg->ifindex > 0 ? cfg->ifindex : 0;
+	io->tos = cfg->tos;
+	io->priority = cfg->priority;
 	salen = make_sockaddr(io->family, io->addr, io->port, &sa);
 	if (!salen) {
 		err = -EINVAL;
@@ -764,7 +770,7 @@ static bool build_tx(struct io_udp *io, int m, int *iv, const struct io_pkt *pkt
 	 * (a UDP ping-pong of 148 B with both against one with none). Multicast leaves with the
 	 * socket's multicast TTL (1) unless told. */
 	bool mcast = io_mcast_gid_is_mcast(pkt->dst);
-	bool want_tos = tos != IO_UDP_SOCK_TOS;
+	bool want_tos = tos != io->tos;
 	bool want_ttl = ttl && (ttl != IO_UDP_SOCK_TTL || mcast);
 	size_t ctl = 0;
 
