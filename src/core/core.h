@@ -195,6 +195,8 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_wrong_peer, "packets dropped: source address is not the QP's peer")                   \
 	X(rx_wrong_port, "packets dropped: not from the UDP port the QP's peer sends from")        \
 	X(rx_ecn_ce, "packets received with ECN Congestion Experienced (CE) in their IP header")   \
+	X(cnp_tx, "CNPs sent: CE-marked packets of a QP's peer, at most one per interval per QP")  \
+	X(cnp_rx, "CNPs received (counted only: no rate control reacts yet)")                      \
 	X(rx_mcast, "datagrams received on multicast group sockets")                               \
 	X(rx_mcast_bad_qpn, "multicast datagrams dropped: DestQP is not 0xFFFFFF")                 \
 	X(rx_mcast_no_group, "multicast datagrams dropped: no QP of the context in the group")     \

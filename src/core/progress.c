@@ -25,6 +25,7 @@
 #include "core/mover.h"
 #include "util/lock.h"
 #include "util/mark.h"
+#include "engine/dcqcn.h"
 #include "util/tmheap.h"
 #include "util/sys.h"
 
@@ -35,6 +36,8 @@
 #define QP_BURST 64
 /* Payloads at least this long are sent from registered memory (drain_qp). */
 #define REF_MIN 1024
+/* The least time between two CNPs of one QP (RoCE NICs' min_time_between_cnps, 4 us). */
+#define CNP_INTERVAL_NS 4000
 /* Longest the progress thread sleeps without looking at the time. */
 #define MAX_SLEEP_NS 20000000ull
 
@@ -56,6 +59,8 @@ struct core_qp {
 	uint16_t sport_ref;  /* the source port whose socket reference we hold */
 	uint8_t id_mode;     /* enum id_mode: what the peer puts in the IPv4 identification */
 	uint16_t peer_sport; /* the port the peer binds and sends from, once seen (0: not yet) */
+	/* DCQCN's notification point (engine/dcqcn.h): CNPs for CE-marked packets. */
+	struct dcqcn_np np;
 	struct core_path path;
 	/* UD, per family: the source port referenced (0: none yet) and the one packets carry
 	 * (differs when the port is held by someone else, io_udp_sport_get). */
@@ -226,6 +231,7 @@ int core_qp_attach(struct core_ctx *c, struct eng_qp *qp, uint32_t qpn)
 		return -ENOMEM;
 	s->qp = qp;
 	s->qpn = qpn;
+	s->np.interval_ns = CNP_INTERVAL_NS;
 	c->qps[n] = s;
 	c->nattached++;
 	core_qp_deadline(c, qp); /* a QP is created in RESET: none yet, but say so */
@@ -882,14 +888,53 @@ static bool parse_checked(struct core_ctx *c, const struct io_pkt *p, struct roc
 	return true;
 }
 
+/* DCQCN's notification (spec 9.1, IBA A17; as RoCE NICs send it): a CNP to the QP's peer,
+ * BTH opcode 0x81 with BECN set and PSN 0, 16 reserved bytes, in a class of its own (DSCP 48,
+ * not ECN-capable), sent at once. */
+static void send_cnp(struct core_ctx *c, struct core_qp *s)
+{
+	uint8_t buf[ROCE_BTH_LEN + 16 + ROCE_ICRC_LEN];
+	struct roce_pkt pkt;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.bth.opcode = ROCE_CNP;
+	pkt.bth.pkey = ROCE_DEFAULT_PKEY;
+	pkt.bth.becn = true;
+	pkt.bth.dqpn = eng_qp_dest_num(s->qp);
+	size_t len = roce_build(&pkt, buf, sizeof(buf));
+	if (len != sizeof(buf))
+		return;
+	uint16_t dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
+	struct roce_envelope env = {
+	    .ipv6 = s->path.ipv6, .df = true, .sport = s->path.sport, .dport = dport};
+	memcpy(env.src, s->path.src, 16);
+	memcpy(env.dst, s->path.dst, 16);
+	roce_icrc_put(buf + len - ROCE_ICRC_LEN, roce_icrc(&env, buf, len - ROCE_ICRC_LEN));
+	struct io_pkt p = {.buf = buf,
+			   .cap = len,
+			   .len = len,
+			   .ipv6 = s->path.ipv6,
+			   .sport = s->path.sport,
+			   .dport = dport,
+			   .tos = MARK_CNP_DSCP << 2,
+			   .ttl = s->path.ttl};
+	memcpy(p.dst, s->path.dst, 16);
+	if (io_udp_send(io_of(c, s->path.ipv6), &p, 1) != 1) {
+		c->counters[CORE_CNT_tx_errors]++;
+		return;
+	}
+	c->counters[CORE_CNT_tx_packets]++;
+	c->counters[CORE_CNT_cnp_tx]++;
+}
+
 static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 {
 	struct roce_pkt pkt;
 	uint16_t ip_id;
 	if (!parse_checked(c, p, &pkt, &ip_id))
 		return;
-	if ((p->tos & 3) == 3)
-		c->counters[CORE_CNT_rx_ecn_ce]++; /* CE (RFC 3168) */
+	bool ce = (p->tos & 3) == MARK_CE;
+	if (ce)
+		c->counters[CORE_CNT_rx_ecn_ce]++; /* RFC 3168 */
 	if (pkt.bth.dqpn == ROCE_MCAST_QPN) {
 		/* rxe_rcv_mcast_pkt: the group is the packet's destination address, and this
 		 * socket's is unicast: no group. */
@@ -942,6 +987,12 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 		c->counters[CORE_CNT_rx_bad_icrc]++;
 		return;
 	}
+	if (pkt.bth.opcode == ROCE_CNP) {
+		c->counters[CORE_CNT_cnp_rx]++;
+		return;
+	}
+	if (ce && c->cfg.ecn && dcqcn_np_mark(&s->np, now))
+		send_cnp(c, s);
 	eng_qp_input(s->qp, &pkt, now);
 }
 

@@ -198,6 +198,8 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 void eng_qp_destroy(struct eng_qp *qp);
 void *eng_qp_user(const struct eng_qp *qp);
 uint32_t eng_qp_num(const struct eng_qp *qp);
+/* The peer's QP number (RC, UC, XRC; 0 until RTR). */
+uint32_t eng_qp_dest_num(const struct eng_qp *qp);
 
 /* Replaces the attribute set (any state). PSN fields take effect on the next transition into
  * RTR (rq_psn) / RTS (sq_psn). The responder's resources and output queue grow here to what

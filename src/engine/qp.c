@@ -378,6 +378,11 @@ uint32_t eng_qp_num(const struct eng_qp *qp)
 	return qp->init.qpn;
 }
 
+uint32_t eng_qp_dest_num(const struct eng_qp *qp)
+{
+	return qp->attr.dest_qpn;
+}
+
 bool eng_qp_awaits_response(const struct eng_qp *qp)
 {
 	return eng_qp_reliable(qp) && psn_cmp(qp->comp.psn, qp->req.psn_hi) < 0;

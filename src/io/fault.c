@@ -261,14 +261,14 @@ int io_fault_create(const struct io_fault_cfg *cfg, uint32_t pool_packets, size_
 		    struct io_fault **out)
 {
 	struct io_fault *f;
-	const double p[4] = {cfg ? cfg->loss : 0, cfg ? cfg->dup : 0, cfg ? cfg->reorder : 0,
-			     cfg ? cfg->corrupt : 0};
+	const double p[5] = {cfg ? cfg->loss : 0, cfg ? cfg->dup : 0, cfg ? cfg->reorder : 0,
+			     cfg ? cfg->corrupt : 0, cfg ? cfg->ce : 0};
 	uint64_t seed;
 
 	if (!cfg || !out || pool_packets == 0 || max_pkt_size == 0 ||
 	    (size_t)pool_packets > SIZE_MAX / max_pkt_size)
 		return -EINVAL;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		if (!(p[i] >= 0 && p[i] <= 1)) /* also rejects NaN */
 			return -EINVAL;
 	}
@@ -347,6 +347,15 @@ int io_fault_send(struct io_fault *f, struct io_udp *io, const struct io_pkt *pk
 		bool corrupt = chance(f, c->corrupt) && p->len > 0;
 		bool dup = chance(f, c->dup);
 		bool reorder = chance(f, c->reorder);
+		struct io_pkt marked;
+		if (chance(f, c->ce) && (p->tos & 3) != 0 && (p->tos & 3) != 3) {
+			/* The descriptor only: the TOS is not in the bytes (copies below take it).
+			 */
+			marked = *p;
+			marked.tos |= 3;
+			p = &marked;
+			f->cnt[IO_FAULT_C_ce_marked]++;
+		}
 		if (f->delayed)
 			due += (uint64_t)c->delay_us * 1000u +
 			       below(f, (uint64_t)c->jitter_us * 1000u + 1);
@@ -564,9 +573,9 @@ static int parse_size(const char *key, const char *val, uint64_t max, uint64_t *
 
 int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"loss",	"dup",	       "reorder", "corrupt",
-					   "delay",	"jitter",      "seed",	  "tcp_reset",
-					   "tcp_chunk", "tcp_rx_chunk"};
+	static const char *const keys[] = {"loss",	"dup",		"reorder", "corrupt",
+					   "delay",	"jitter",	"seed",	   "tcp_reset",
+					   "tcp_chunk", "tcp_rx_chunk", "ce"};
 	unsigned seen = 0;
 
 	if (!cfg)
@@ -606,7 +615,7 @@ int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t
 		if (k < 0)
 			return fail(
 			    err, errlen,
-			    "unknown key '%s' (expected loss, dup, reorder, corrupt, delay, "
+			    "unknown key '%s' (expected loss, dup, reorder, corrupt, ce, delay, "
 			    "jitter, seed, tcp_reset, tcp_chunk or tcp_rx_chunk)",
 			    key);
 		if (seen & (1u << k))
@@ -645,9 +654,12 @@ int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t
 			r = parse_size(key, val, UINT32_MAX, &size, err, errlen);
 			cfg->tcp_chunk = (uint32_t)size;
 			break;
-		default:
+		case 9:
 			r = parse_size(key, val, UINT32_MAX, &size, err, errlen);
 			cfg->tcp_rx_chunk = (uint32_t)size;
+			break;
+		default:
+			r = parse_prob(key, val, &cfg->ce, err, errlen);
 			break;
 		}
 		if (r)
@@ -660,8 +672,11 @@ int io_fault_parse(const char *spec, struct io_fault_cfg *cfg, char *err, size_t
 
 int io_fault_format(const struct io_fault_cfg *cfg, char *buf, size_t len)
 {
-	char tcp[96] = "";
+	char tcp[128] = "";
 	int n = 0;
+	/* ce and the TCP keys only when set: a configuration without formats as it always did. */
+	if (cfg->ce > 0)
+		n += snprintf(tcp + n, sizeof(tcp) - (size_t)n, ",ce=%g%%", cfg->ce * 100);
 	/* The TCP keys only when set: a UDP-only configuration formats as it always did. */
 	if (cfg->tcp_reset)
 		n += snprintf(tcp + n, sizeof(tcp) - (size_t)n, ",tcp_reset=%llu",

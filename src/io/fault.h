@@ -12,6 +12,9 @@
  *   reorder  the packet is held back and goes out right after the next packet that goes out
  *            (that is, it swaps places with its successor; if none comes, it leaves by itself at
  *            its deadline: now + delay + jitter + 1 ms);
+ *   ce       an ECN-capable packet (ECT(0) or ECT(1) in its TOS) leaves marked Congestion
+ *            Experienced, as a congested switch's queue would mark it (RFC 3168); other
+ *            packets are left as they are (the draw is made all the same);
  *   delay    when delay_us or jitter_us is non-zero, every packet is held for
  *            delay_us + uniform[0, jitter_us] microseconds. Jitter larger than the gap between
  *            packets reorders them too, as with netem.
@@ -55,8 +58,9 @@
 
 struct io_fault_cfg {
 	double loss, dup, reorder, corrupt; /* probabilities, 0..1 */
-	uint32_t delay_us, jitter_us;	    /* microseconds */
-	uint64_t seed;			    /* PRNG seed */
+	double ce; /* probability, 0..1: an ECN-capable packet leaves marked CE (see above) */
+	uint32_t delay_us, jitter_us; /* microseconds */
+	uint64_t seed;		      /* PRNG seed */
 	/* TCP only (see above); 0 = off */
 	uint64_t tcp_reset;		  /* reset after this many bytes sent per connection */
 	uint32_t tcp_chunk, tcp_rx_chunk; /* at most this many bytes per send / recv call */
@@ -68,6 +72,7 @@ struct io_fault_cfg {
 	X(lost, "packets dropped by the loss fault")                                               \
 	X(duplicated, "extra copies sent by the dup fault")                                        \
 	X(corrupted, "packets sent with one bit flipped")                                          \
+	X(ce_marked, "ECN-capable packets sent marked Congestion Experienced")                     \
 	X(reordered, "packets held back behind their successor")                                   \
 	X(delayed, "packets held for delay / jitter")                                              \
 	X(drop_pool_full, "dropped: the hold pool was full")                                       \

@@ -16,6 +16,9 @@
 #define MARK_DSCP_DEFAULT 26
 #define MARK_ECT0	  2 /* ECN field: ECN-capable transport (0), RFC 3168 */
 #define MARK_CE		  3 /* ECN field: congestion experienced */
+/* The DSCP of a CNP (RoCE NICs' cnp_dscp default): a class of its own, so that the notification
+ * does not queue behind the congestion it reports. */
+#define MARK_CNP_DSCP 48
 
 /* The TOS byte for traffic class tclass: its DSCP, or dscp when that is 0; ECT(0) when ecn,
  * else tclass's own ECN bits (rxe sends the traffic class as given). */

@@ -609,6 +609,63 @@ static void test_all_and_determinism(uint64_t seed)
 	io_fault_destroy(f);
 }
 
+/* The ce key: ECN-capable packets leave marked CE with its probability, others untouched, the
+ * caller's descriptors never changed; parsed and formatted (only when set). */
+static uint32_t tos_seen[4], tos_bad;
+
+static int tos_sink(void *ctx, const struct io_pkt *pkts, int n)
+{
+	(void)ctx;
+	for (int i = 0; i < n; i++) {
+		/* byte 0 holds the TOS the packet was offered with */
+		uint8_t offered = pkts[i].buf[0];
+		if ((pkts[i].tos & 0xFC) != (offered & 0xFC) ||
+		    ((offered & 3) == 0 && pkts[i].tos != offered) ||
+		    ((offered & 3) == 3 && pkts[i].tos != offered))
+			tos_bad++;
+		tos_seen[pkts[i].tos & 3]++;
+	}
+	return n;
+}
+
+static void test_ce(void)
+{
+	struct io_fault_cfg c;
+	char err[200], spec[256];
+	CHECK_EQ(io_fault_parse("ce=30%,seed=5", &c, err, sizeof(err)), 0);
+	CHECK(absd(c.ce - 0.3) < 1e-12);
+	io_fault_format(&c, spec, sizeof(spec));
+	CHECK(strstr(spec, ",ce=30%") != NULL);
+	CHECK_EQ(io_fault_parse("ce=2", &c, err, sizeof(err)), -EINVAL);
+	for (int round = 0; round < 2; round++) {
+		double p = round ? 1.0 : 0.3;
+		struct io_fault_cfg cfg = {.ce = p, .seed = 5};
+		struct io_fault *f;
+		static uint8_t bufs[4000][8];
+		struct io_pkt pk;
+		memset(tos_seen, 0, sizeof(tos_seen));
+		tos_bad = 0;
+		REQUIRE(io_fault_create(&cfg, 16, 64, &f) == 0);
+		io_fault_set_sink(f, tos_sink, NULL);
+		uint32_t ect = 0;
+		for (int i = 0; i < 4000; i++) {
+			/* not ECT, ECT(0), ECT(1), CE, in turn, over DSCP 26 */
+			uint8_t tos = (uint8_t)(0x68 | (i & 3));
+			bufs[i][0] = tos;
+			ect += (i & 3) == 1 || (i & 3) == 2;
+			pk = (struct io_pkt){.buf = bufs[i], .cap = 8, .len = 8, .tos = tos};
+			CHECK_EQ(io_fault_send(f, NULL, &pk, 1, 1000), 1);
+			CHECK_EQ(pk.tos, tos); /* the caller's descriptor as it was */
+		}
+		uint32_t marked = tos_seen[3] - 1000; /* the 1,000 offered as CE */
+		CHECK_EQ(tos_bad, 0);
+		CHECK_EQ(tos_seen[0], 1000);
+		CHECK_EQ(ctr(f, IO_FAULT_C_ce_marked), marked);
+		CHECK(absd((double)marked / ect - p) < 0.04);
+		io_fault_destroy(f);
+	}
+}
+
 int main(void)
 {
 	uint64_t seed = check_seed(42);
@@ -623,6 +680,7 @@ int main(void)
 	test_delay();
 	test_reorder_deadline_and_pool();
 	test_all_and_determinism(seed);
+	test_ce();
 	for (int i = 0; i < IO_FAULT_NCOUNTERS; i++)
 		CHECK(io_fault_counter_name(i) != NULL);
 	free(log_);

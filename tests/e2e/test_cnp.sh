@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# DCQCN's notification point on roce_lo: with SOFTRDMA_ECN=1 every RoCEv2 packet is
+# ECN-capable, and the fault stage's `ce` key marks half of them Congestion Experienced on the
+# way out, as a congested switch would. Each side must then count the marks it receives
+# (rx_ecn_ce), answer them with CNPs (cnp_tx: at most one per 4 us per QP, so no more than the
+# marks), and the peer must take every one of those CNPs (cnp_rx: their ICRC checked). On the
+# wire (a capture on lo, GSO off) every CNP is BTH opcode 0x81 with BECN set and PSN 0, to the
+# peer's QP, at DSCP 48 and not ECN-capable. Without SOFTRDMA_ECN the fault stage marks
+# nothing (a switch marks ECN-capable packets only) and no CNP goes out.
+# Usage: test_cnp.sh BUILD_DIR
+set -u
+build=${1:?build directory}
+perf=$build/sr_perf
+[ -x "$perf" ] || { echo "FAIL: $perf not built"; exit 1; }
+tmp=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+export SOFTRDMA_UDP_PORT=$((20000 + RANDOM % 12000))
+export SOFTRDMA_GSO=0 SOFTRDMA_STATS=1
+port=$((20000 + RANDOM % 12000))
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# run LABEL: a 300-round-trip SEND ping-pong with the environment as it is; the counters of
+# the server's and the client's context in $tmp/LABEL.srv, .cli.
+run() {
+	timeout 60 "$perf" -t lat -p $port -n 300 >"$tmp/$1.srv" 2>&1 &
+	local s=$!
+	pids+=("$s")
+	sleep 0.3
+	timeout 60 "$perf" -t lat -p $port -n 300 127.0.0.1 >"$tmp/$1.cli" 2>&1
+	local rc=$?
+	wait "$s"
+	local rs=$?
+	port=$((port + 1))
+	if [ $rc -ne 0 ] || [ $rs -ne 0 ]; then
+		bad "$1: client exit $rc, server exit $rs"
+		tail -3 "$tmp/$1.cli" "$tmp/$1.srv"
+		return 1
+	fi
+}
+# count FILE NAME: the largest NAME=N in the context lines of FILE (0 if none).
+count() {
+	grep "context:" "$1" | grep -o "\b$2=[0-9]*" | cut -d= -f2 | sort -n | tail -n 1 | grep . ||
+		echo 0
+}
+
+cap=
+if command -v tshark >/dev/null && command -v dumpcap >/dev/null; then
+	cap=$tmp/cnp.pcap
+	dumpcap -q -i lo -f "udp port $SOFTRDMA_UDP_PORT" -w "$cap" >"$tmp/tshark.log" 2>&1 &
+	tpid=$!
+	pids+=("$tpid")
+	for _ in $(seq 100); do
+		grep -q "Capturing on" "$tmp/tshark.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q "Capturing on" "$tmp/tshark.log" || { echo "note: no capture on lo"; cap=; }
+fi
+
+SOFTRDMA_ECN=1 SOFTRDMA_FAULT=ce=0.5,seed=11 run marked || exit 1
+total_tx=0
+for side in srv cli; do
+	other=$([ $side = srv ] && echo cli || echo srv)
+	ce=$(count "$tmp/marked.$side" rx_ecn_ce)
+	tx=$(count "$tmp/marked.$side" cnp_tx)
+	rx=$(count "$tmp/marked.$other" cnp_rx)
+	marked=$(count "$tmp/marked.$other" fault_ce_marked)
+	total_tx=$((total_tx + tx))
+	[ "$ce" -gt 50 ] || bad "$side: $ce CE-marked packets received (the peer marked $marked)"
+	[ "$ce" -eq "$marked" ] || bad "$side: received $ce CE marks, the peer's fault stage made $marked"
+	[ "$tx" -gt 0 ] && [ "$tx" -le "$ce" ] || bad "$side: $tx CNPs for $ce marks"
+	[ "$rx" -eq "$tx" ] || bad "$side sent $tx CNPs, its peer took $rx"
+	echo "ok   $side: $ce CE marks received, $tx CNPs sent, $rx taken by the peer"
+done
+
+if [ -n "$cap" ]; then
+	sleep 1.5 # the kernel hands the capture its frames in blocks
+	kill -TERM "$tpid" 2>/dev/null
+	wait "$tpid" 2>/dev/null
+	tshark -r "$cap" -d "udp.port==$SOFTRDMA_UDP_PORT,infiniband" -Y "infiniband.bth.opcode == 0x81" \
+		-T fields -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.psn \
+		-e infiniband.bth.destqp -e _ws.expert.severity -e udp.payload \
+		2>/dev/null >"$tmp/cnp.fields"
+	n=$(wc -l <"$tmp/cnp.fields")
+	[ "$n" -eq "$total_tx" ] || bad "captured $n CNPs, the counters say $total_tx"
+	# The BTH bytes (this tshark names no BECN field): opcode 0x81, flags 0, P_Key 0xFFFF,
+	# BECN (0x40), the QP, PSN 0; then 16 zero bytes and the ICRC.
+	odd=$( (awk -F'\t' '$1 != 48 || $2 != 0 || $3 != 0 || $4 == "" || $4 == "0x000000" ||
+		$5 != "" {print}' "$tmp/cnp.fields"
+		cut -f6 "$tmp/cnp.fields" | grep -E -v '^8100ffff40[0-9a-f]{6}0{8}0{32}[0-9a-f]{8}$') |
+		sort | uniq -c)
+	[ -z "$odd" ] || bad "CNPs not as RoCE NICs send them (dscp ecn psn destqp expert bytes):
+$odd"
+	[ -n "$odd" ] || [ "$n" -eq 0 ] || echo "ok   $n CNPs on the wire: opcode 0x81, BECN, PSN 0, DSCP 48, ECN 0"
+fi
+
+# Not ECN-capable: the fault stage marks nothing, nobody sends a CNP.
+SOFTRDMA_FAULT=ce=0.5,seed=11 run plain || exit 1
+for side in srv cli; do
+	for k in rx_ecn_ce cnp_tx cnp_rx fault_ce_marked; do
+		v=$(count "$tmp/plain.$side" $k)
+		[ "$v" -eq 0 ] || bad "without SOFTRDMA_ECN: $side $k=$v"
+	done
+done
+echo "ok   without SOFTRDMA_ECN: no CE marks, no CNPs"
+exit $fail
