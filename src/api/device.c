@@ -439,6 +439,22 @@ void sr_fill_ops(struct sr_context *ctx);
 
 __thread bool sr_cm_opening;
 
+/* The interface's speed in bit/s from /sys/class/net/IF/speed (Mbit/s), 0 when it tells none
+ * (lo, or -1 for a link that is down). */
+static uint64_t netdev_speed(const char *ifname)
+{
+	char path[64 + IF_NAMESIZE];
+	long mbps = 0;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &mbps) != 1 || mbps <= 0 || mbps > 10000000)
+		mbps = 0;
+	fclose(f);
+	return (uint64_t)mbps * 1000000u;
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct sr_device *dev = (struct sr_device *)device;
@@ -501,6 +517,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ret = mark_config(&cfg.dscp, &cfg.ecn);
 	if (ret < 0)
 		goto close_pipe;
+	if (cfg.ecn)
+		cfg.line_rate = netdev_speed(dev->ifname);
 	ret = core_ctx_create(&cfg, &ctx->core);
 	if (ret < 0)
 		goto close_pipe;

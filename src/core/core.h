@@ -33,6 +33,9 @@ struct core_config {
 	 * packets say they are ECN-capable (ECT(0); SOFTRDMA_ECN). */
 	uint8_t dscp;
 	bool ecn;
+	/* With ecn, DCQCN's reaction point on every connected QP (engine/dcqcn.h): its line
+	 * rate in bit/s (the interface's speed). */
+	uint64_t line_rate;
 };
 
 /* The IP TOS / IPv6 traffic class byte of traffic with traffic class tclass (a GRH's, a
@@ -196,7 +199,7 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f);
 	X(rx_wrong_port, "packets dropped: not from the UDP port the QP's peer sends from")        \
 	X(rx_ecn_ce, "packets received with ECN Congestion Experienced (CE) in their IP header")   \
 	X(cnp_tx, "CNPs sent: CE-marked packets of a QP's peer, at most one per interval per QP")  \
-	X(cnp_rx, "CNPs received (counted only: no rate control reacts yet)")                      \
+	X(cnp_rx, "CNPs received (with SOFTRDMA_ECN=1 their QP slows down: DCQCN)")                \
 	X(rx_mcast, "datagrams received on multicast group sockets")                               \
 	X(rx_mcast_bad_qpn, "multicast datagrams dropped: DestQP is not 0xFFFFFF")                 \
 	X(rx_mcast_no_group, "multicast datagrams dropped: no QP of the context in the group")     \

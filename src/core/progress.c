@@ -36,6 +36,8 @@
 #define QP_BURST 64
 /* Payloads at least this long are sent from registered memory (drain_qp). */
 #define REF_MIN 1024
+/* A QP's line rate under congestion control when the interface tells none: 25 Gbit/s. */
+#define CC_LINE_RATE 25000000000ull
 /* The least time between two CNPs of one QP (RoCE NICs' min_time_between_cnps, 4 us). */
 #define CNP_INTERVAL_NS 4000
 /* Longest the progress thread sleeps without looking at the time. */
@@ -311,6 +313,15 @@ int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *p
 		s->path.sport = io_udp_port(io);
 	s->has_path = true;
 	s->id_mode = ID_UNKNOWN;
+	if (c->cfg.ecn) {
+		/* ECN-capable traffic reacts to the CNPs it causes: DCQCN with the NICs' defaults.
+		 */
+		struct dcqcn_params p;
+		dcqcn_params_default(&p, c->cfg.line_rate ? c->cfg.line_rate : CC_LINE_RATE);
+		int r = eng_qp_set_cc(s->qp, &p);
+		if (r < 0 && r != -EINVAL)
+			return r;
+	}
 	s->peer_sport = 0;
 	return 0;
 }
@@ -989,6 +1000,7 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 	}
 	if (pkt.bth.opcode == ROCE_CNP) {
 		c->counters[CORE_CNT_cnp_rx]++;
+		eng_qp_cnp(s->qp, now);
 		return;
 	}
 	if (ce && c->cfg.ecn && dcqcn_np_mark(&s->np, now))

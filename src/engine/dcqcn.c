@@ -61,6 +61,14 @@ void dcqcn_cnp(struct dcqcn *d, uint64_t now)
 			return;
 		}
 	}
+	/* Timers with nothing to do were left out of the deadline (dcqcn_deadline): bring
+	 * them to their next tick after now, on their grid, before they have work again. */
+	if (d->alpha == 0 && !d->cnp_alpha && d->next_alpha < now)
+		d->next_alpha += (now - d->next_alpha + d->p.alpha_period_ns - 1) /
+				 d->p.alpha_period_ns * d->p.alpha_period_ns;
+	if (!d->cnp_cut && d->next_decrease < now)
+		d->next_decrease += (now - d->next_decrease + d->p.decrease_period_ns - 1) /
+				    d->p.decrease_period_ns * d->p.decrease_period_ns;
 	d->cnp_alpha = true;
 	d->cnp_cut = true;
 }
@@ -162,11 +170,12 @@ uint64_t dcqcn_deadline(const struct dcqcn *d)
 {
 	if (!d->active)
 		return UINT64_MAX;
-	uint64_t t = d->next_alpha;
-	if (d->next_decrease < t)
+	/* Only the timers that have work: an alpha to update, a CNP to act on, the increase. */
+	uint64_t t = d->next_increase;
+	if ((d->alpha || d->cnp_alpha) && d->next_alpha < t)
+		t = d->next_alpha;
+	if (d->cnp_cut && d->next_decrease < t)
 		t = d->next_decrease;
-	if (d->next_increase < t)
-		t = d->next_increase;
 	return t;
 }
 

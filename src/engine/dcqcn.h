@@ -75,7 +75,8 @@ void dcqcn_cnp(struct dcqcn *d, uint64_t now);
 /* Runs every timer due at or before now, in time order. */
 void dcqcn_timer(struct dcqcn *d, uint64_t now);
 /* The next time dcqcn_timer has work, or UINT64_MAX (no CNP yet, or back at line rate with
- * nothing left to recover). */
+ * nothing left to recover). Timers that would do nothing (an alpha of 0, a decrease check
+ * without a CNP) are left out: an idle QP is not woken every microsecond. */
 uint64_t dcqcn_deadline(const struct dcqcn *d);
 /* When the next packet may leave: at or before now means now (0 at line rate). */
 uint64_t dcqcn_send_at(const struct dcqcn *d);

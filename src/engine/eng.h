@@ -198,6 +198,16 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 void eng_qp_destroy(struct eng_qp *qp);
 void *eng_qp_user(const struct eng_qp *qp);
 uint32_t eng_qp_num(const struct eng_qp *qp);
+struct dcqcn_params;
+/* Turns congestion control on for the QP (RC, UC, XRC requesters): DCQCN with p
+ * (engine/dcqcn.h); its requests then leave at the rate CNPs (eng_qp_cnp) leave it. Again:
+ * the state starts over. 0, -EINVAL (p refused, UD QP) or -ENOMEM. */
+int eng_qp_set_cc(struct eng_qp *qp, const struct dcqcn_params *p);
+/* A CNP for this QP arrived (ignored without congestion control). */
+void eng_qp_cnp(struct eng_qp *qp, uint64_t now_ns);
+/* The QP's current rate in bit/s (its line rate when nothing slowed it), 0 without congestion
+ * control. */
+uint64_t eng_qp_cc_rate(const struct eng_qp *qp);
 /* The peer's QP number (RC, UC, XRC; 0 until RTR). */
 uint32_t eng_qp_dest_num(const struct eng_qp *qp);
 
@@ -316,7 +326,10 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
 	X(uc_abandoned, "UC messages cut short by loss (PSN gap, missing LAST): no completion")    \
 	X(tx_ud_too_long, "UD sends over the port MTU: completed, nothing sent (C10-93.1.1)")      \
 	X(local_ops, "BIND_MW / LOCAL_INV work requests run")                                      \
-	X(local_op_errors, "BIND_MW / LOCAL_INV refused: completed in error, QP to ERR")
+	X(local_op_errors, "BIND_MW / LOCAL_INV refused: completed in error, QP to ERR")           \
+	X(cc_cnps, "CNPs received (congestion control on: eng_qp_set_cc)")                         \
+	X(cc_cuts, "rate decreases made for CNPs")                                                 \
+	X(cc_held, "times a request waited for the paced rate")
 
 enum eng_counter {
 #define ENG_COUNTER_ENUM(name, desc) ENG_CNT_##name,

@@ -365,7 +365,39 @@ void eng_qp_destroy(struct eng_qp *qp)
 	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
 	free(qp->res);
 	free(qp->respq);
+	free(qp->cc);
 	free(qp);
+}
+
+int eng_qp_set_cc(struct eng_qp *qp, const struct dcqcn_params *p)
+{
+	if (qp->init.type == IBV_QPT_UD || dcqcn_params_check(p) < 0)
+		return -EINVAL;
+	uint64_t old = eng_qp_deadline(qp); /* before qp->cc may point at fresh memory */
+	struct dcqcn *cc = qp->cc ? qp->cc : malloc(sizeof(*cc));
+	if (!cc)
+		return -ENOMEM;
+	dcqcn_init(cc, p);
+	qp->cc = cc;
+	kick(qp, old);
+	return 0;
+}
+
+void eng_qp_cnp(struct eng_qp *qp, uint64_t now_ns)
+{
+	if (!qp->cc)
+		return;
+	uint64_t old = eng_qp_deadline(qp);
+	uint64_t cuts = qp->cc->cuts;
+	ENG_INC(qp, cc_cnps);
+	dcqcn_cnp(qp->cc, now_ns);
+	qp->counters[ENG_CNT_cc_cuts] += qp->cc->cuts - cuts;
+	kick(qp, old);
+}
+
+uint64_t eng_qp_cc_rate(const struct eng_qp *qp)
+{
+	return qp->cc ? qp->cc->rate : 0;
 }
 
 void *eng_qp_user(const struct eng_qp *qp)
@@ -747,6 +779,15 @@ uint64_t eng_qp_deadline(const struct eng_qp *qp)
 		return UINT64_MAX;
 	if (qp->comp.rnr_deadline < d)
 		d = qp->comp.rnr_deadline;
+	if (qp->cc) {
+		/* DCQCN's timers, and the paced send of a request waiting for its rate. */
+		uint64_t c = dcqcn_deadline(qp->cc);
+		uint64_t at = dcqcn_send_at(qp->cc);
+		if (at && at < c && eng_req_ready((struct eng_qp *)qp))
+			c = at;
+		if (c < d)
+			d = c;
+	}
 	return d;
 }
 
@@ -756,6 +797,11 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns)
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return;
+	if (qp->cc) {
+		uint64_t cuts = qp->cc->cuts;
+		dcqcn_timer(qp->cc, now_ns);
+		qp->counters[ENG_CNT_cc_cuts] += qp->cc->cuts - cuts;
+	}
 	eng_comp_timer(qp, now_ns);
 	check_drained(qp);
 	kick(qp, old);

@@ -102,6 +102,8 @@ static void advance(struct eng_qp *qp, struct eng_swqe *w, uint32_t npsn, uint32
 	qp->req.psn = psn_add(qp->req.psn, npsn);
 	if (psn_cmp(qp->req.psn, qp->req.psn_hi) > 0)
 		qp->req.psn_hi = qp->req.psn;
+	if (qp->cc) /* on an Ethernet link: the payload and 58 bytes of Ethernet .. ICRC */
+		dcqcn_sent(qp->cc, nbytes + 58, now);
 	if (end) {
 		qp->req.idx++;
 		qp->req.offset = 0;
@@ -283,6 +285,11 @@ int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_
 	struct eng_swqe *w;
 
 	*ah = 0;
+	if (qp->cc && dcqcn_send_at(qp->cc) > now) {
+		/* Paced (congestion control): the QP's deadline includes the time it may go. */
+		ENG_INC(qp, cc_held);
+		return 0;
+	}
 	for (;;) {
 		if (!eng_req_ready(qp))
 			return 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DCQCN's notification point on roce_lo: with SOFTRDMA_ECN=1 every RoCEv2 packet is
+# DCQCN on roce_lo. The notification point: with SOFTRDMA_ECN=1 every RoCEv2 packet is
 # ECN-capable, and the fault stage's `ce` key marks half of them Congestion Experienced on the
 # way out, as a congested switch would. Each side must then count the marks it receives
 # (rx_ecn_ce), answer them with CNPs (cnp_tx: at most one per 4 us per QP, so no more than the
@@ -95,6 +95,31 @@ $odd"
 	[ -n "$odd" ] || [ "$n" -eq 0 ] || echo "ok   $n CNPs on the wire: opcode 0x81, BECN, PSN 0, DSCP 48, ECN 0"
 fi
 
+# The reaction point: 64 KiB RDMA WRITEs with a tenth of the writer's packets marked. The
+# target answers with CNPs; the writer's QP takes them (cc_cnps), cuts its rate (cc_cuts) and
+# holds requests for the paced rate (cc_held), and the transfer completes. (How fast is a
+# benchmark's business, not a test's.)
+bw() {
+	timeout 60 "$perf" -p $port >"$tmp/bw.srv" 2>&1 &
+	local s=$!
+	pids+=("$s")
+	sleep 0.3
+	timeout 60 "$perf" -t bw -n 1000 -p $port 127.0.0.1 >"$tmp/bw.cli" 2>&1
+	local rc=$?
+	wait "$s"
+	local rs=$?
+	port=$((port + 1))
+	[ $rc -eq 0 ] && [ $rs -eq 0 ] || { bad "bw: client exit $rc, server exit $rs"; tail -3 "$tmp/bw.cli"; }
+}
+SOFTRDMA_ECN=1 SOFTRDMA_FAULT=ce=0.1,seed=3 bw
+qp=$(grep "QP 0x" "$tmp/bw.cli" | grep "cc_cnps=" | head -n 1)
+v() { echo "$qp" | grep -o "\b$1=[0-9]*" | cut -d= -f2 | grep . || echo 0; }
+cnps=$(v cc_cnps) cuts=$(v cc_cuts) held=$(v cc_held) sent=$(count "$tmp/bw.srv" cnp_tx)
+[ "$cnps" -gt 0 ] && [ "$cnps" -eq "$sent" ] || bad "bw: the target sent $sent CNPs, the writer's QP took $cnps"
+[ "$cuts" -gt 0 ] && [ "$cuts" -le "$cnps" ] || bad "bw: $cuts rate cuts for $cnps CNPs"
+[ "$held" -gt 0 ] || bad "bw: no request waited for the paced rate"
+echo "ok   bw: $cnps CNPs taken, $cuts rate cuts, $held requests held for the rate"
+
 # Not ECN-capable: the fault stage marks nothing, nobody sends a CNP.
 SOFTRDMA_FAULT=ce=0.5,seed=11 run plain || exit 1
 for side in srv cli; do
@@ -102,6 +127,7 @@ for side in srv cli; do
 		v=$(count "$tmp/plain.$side" $k)
 		[ "$v" -eq 0 ] || bad "without SOFTRDMA_ECN: $side $k=$v"
 	done
+	! grep -q "cc_cnps=" "$tmp/plain.$side" || bad "without SOFTRDMA_ECN: $side QP took CNPs"
 done
 echo "ok   without SOFTRDMA_ECN: no CE marks, no CNPs"
 exit $fail
