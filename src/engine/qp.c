@@ -771,6 +771,17 @@ int eng_qp_output_ref(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, 
 	return r;
 }
 
+/* d, or earlier: DCQCN's timers, and the paced send of a request waiting for its rate. Out of
+ * line: the deadline is asked for several times per packet, with congestion control or not. */
+__attribute__((noinline)) static uint64_t cc_deadline(const struct eng_qp *qp, uint64_t d)
+{
+	uint64_t c = dcqcn_deadline(qp->cc);
+	uint64_t at = dcqcn_send_at(qp->cc);
+	if (at && at < c && eng_req_ready((struct eng_qp *)qp))
+		c = at;
+	return c < d ? c : d;
+}
+
 uint64_t eng_qp_deadline(const struct eng_qp *qp)
 {
 	uint64_t d = qp->comp.ack_deadline;
@@ -779,16 +790,7 @@ uint64_t eng_qp_deadline(const struct eng_qp *qp)
 		return UINT64_MAX;
 	if (qp->comp.rnr_deadline < d)
 		d = qp->comp.rnr_deadline;
-	if (qp->cc) {
-		/* DCQCN's timers, and the paced send of a request waiting for its rate. */
-		uint64_t c = dcqcn_deadline(qp->cc);
-		uint64_t at = dcqcn_send_at(qp->cc);
-		if (at && at < c && eng_req_ready((struct eng_qp *)qp))
-			c = at;
-		if (c < d)
-			d = c;
-	}
-	return d;
+	return qp->cc ? cc_deadline(qp, d) : d;
 }
 
 void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns)
