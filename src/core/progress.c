@@ -914,21 +914,17 @@ static void send_cnp(struct core_ctx *c, struct core_qp *s)
 	size_t len = roce_build(&pkt, buf, sizeof(buf));
 	if (len != sizeof(buf))
 		return;
-	uint16_t dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT;
-	struct roce_envelope env = {
-	    .ipv6 = s->path.ipv6, .df = true, .sport = s->path.sport, .dport = dport};
-	memcpy(env.src, s->path.src, 16);
-	memcpy(env.dst, s->path.dst, 16);
-	roce_icrc_put(buf + len - ROCE_ICRC_LEN, roce_icrc(&env, buf, len - ROCE_ICRC_LEN));
 	struct io_pkt p = {.buf = buf,
 			   .cap = len,
 			   .len = len,
 			   .ipv6 = s->path.ipv6,
 			   .sport = s->path.sport,
-			   .dport = dport,
+			   .dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT,
 			   .tos = MARK_CNP_DSCP << 2,
 			   .ttl = s->path.ttl};
+	memcpy(p.src, s->path.src, 16);
 	memcpy(p.dst, s->path.dst, 16);
+	seal(&p, 0); /* alone: IPv4 ID 0 */
 	if (io_udp_send(io_of(c, s->path.ipv6), &p, 1) != 1) {
 		c->counters[CORE_CNT_tx_errors]++;
 		return;

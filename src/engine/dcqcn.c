@@ -43,6 +43,13 @@ void dcqcn_init(struct dcqcn *d, const struct dcqcn_params *p)
 	d->rate = d->target = p->line_rate;
 }
 
+/* The first tick of a timer due at next, every period, that comes after t (next itself when
+ * it does). */
+static uint64_t tick_after(uint64_t next, uint64_t period, uint64_t t)
+{
+	return next > t ? next : next + ((t - next) / period + 1) * period;
+}
+
 void dcqcn_cnp(struct dcqcn *d, uint64_t now)
 {
 	d->cnps++;
@@ -62,13 +69,11 @@ void dcqcn_cnp(struct dcqcn *d, uint64_t now)
 		}
 	}
 	/* Timers with nothing to do were left out of the deadline (dcqcn_deadline): bring
-	 * them to their next tick after now, on their grid, before they have work again. */
-	if (d->alpha == 0 && !d->cnp_alpha && d->next_alpha < now)
-		d->next_alpha += (now - d->next_alpha + d->p.alpha_period_ns - 1) /
-				 d->p.alpha_period_ns * d->p.alpha_period_ns;
-	if (!d->cnp_cut && d->next_decrease < now)
-		d->next_decrease += (now - d->next_decrease + d->p.decrease_period_ns - 1) /
-				    d->p.decrease_period_ns * d->p.decrease_period_ns;
+	 * them to their first tick at or after now, on their grid, before they have work. */
+	if (now > 0 && d->alpha == 0 && !d->cnp_alpha)
+		d->next_alpha = tick_after(d->next_alpha, d->p.alpha_period_ns, now - 1);
+	if (now > 0 && !d->cnp_cut)
+		d->next_decrease = tick_after(d->next_decrease, d->p.decrease_period_ns, now - 1);
 	d->cnp_alpha = true;
 	d->cnp_cut = true;
 }
@@ -129,13 +134,11 @@ void dcqcn_timer(struct dcqcn *d, uint64_t now)
 	while (d->active) {
 		/* Events with nothing to do are stepped over at once: an alpha update of a zero
 		 * alpha with no CNP, a decrease check with no CNP (none comes in here). */
-		if (d->alpha == 0 && !d->cnp_alpha && d->next_alpha <= now)
-			d->next_alpha += ((now - d->next_alpha) / d->p.alpha_period_ns + 1) *
-					 d->p.alpha_period_ns;
-		if (!d->cnp_cut && d->next_decrease <= now)
-			d->next_decrease +=
-			    ((now - d->next_decrease) / d->p.decrease_period_ns + 1) *
-			    d->p.decrease_period_ns;
+		if (d->alpha == 0 && !d->cnp_alpha)
+			d->next_alpha = tick_after(d->next_alpha, d->p.alpha_period_ns, now);
+		if (!d->cnp_cut)
+			d->next_decrease =
+			    tick_after(d->next_decrease, d->p.decrease_period_ns, now);
 		uint64_t t = d->next_alpha;
 		int which = 0;
 		if (d->next_decrease < t) {

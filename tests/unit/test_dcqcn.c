@@ -14,6 +14,15 @@
 #define MS   1000000ull
 #define GBPS 1000000000ull
 
+/* A fresh reaction point with p that took one CNP at time 0 and made its cut at the
+ * decrease check 4 us later. */
+static void cut_once(struct dcqcn *d, const struct dcqcn_params *p)
+{
+	dcqcn_init(d, p);
+	dcqcn_cnp(d, 0);
+	dcqcn_timer(d, p->decrease_period_ns);
+}
+
 static void test_params(void)
 {
 	struct dcqcn_params p;
@@ -110,9 +119,7 @@ static void test_n_cuts(void)
 	CHECK_EQ(d.rate, p.min_rate); /* 40 Gbit/s / 2^40 is far below 1 Mbit/s */
 	/* A cut never takes more than min_dec_pct: with alpha 1023 it takes just under half. */
 	p.min_dec_pct = 80; /* at most 20 % */
-	dcqcn_init(&d, &p);
-	dcqcn_cnp(&d, 0);
-	dcqcn_timer(&d, p.decrease_period_ns);
+	cut_once(&d, &p);
 	CHECK_EQ(d.rate, r - r / 5);
 }
 
@@ -126,9 +133,7 @@ static void test_recovery(void)
 	struct dcqcn d;
 	uint64_t r = 10 * GBPS;
 	dcqcn_params_default(&p, r);
-	dcqcn_init(&d, &p);
-	dcqcn_cnp(&d, 0);
-	dcqcn_timer(&d, 4 * US);
+	cut_once(&d, &p);
 	uint64_t rc0 = d.rate, cut_at = 4 * US;
 	for (int k = 1; k <= 20; k++) {
 		dcqcn_timer(&d, cut_at + k * p.time_reset_ns);
@@ -138,9 +143,7 @@ static void test_recovery(void)
 		CHECK_EQ(d.target, r);
 	}
 	/* Within 1 % of line rate after ceil(log2(100 * (R - Rc0) / R)) = 6 events: 1.8 ms. */
-	dcqcn_init(&d, &p);
-	dcqcn_cnp(&d, 0);
-	dcqcn_timer(&d, 4 * US);
+	cut_once(&d, &p);
 	dcqcn_timer(&d, 4 * US + 5 * p.time_reset_ns);
 	CHECK(d.rate < r - r / 100);
 	dcqcn_timer(&d, 4 * US + 6 * p.time_reset_ns);
@@ -177,9 +180,7 @@ static void test_increase_kinds(void)
 	dcqcn_params_default(&p, r);
 	p.clamp_target = true;
 	p.alpha_period_ns = 1000 * MS; /* alpha held: the cut is the same each time */
-	dcqcn_init(&d, &p);
-	dcqcn_cnp(&d, 0);
-	dcqcn_timer(&d, 4 * US);
+	cut_once(&d, &p);
 	CHECK_EQ(d.target, r);
 	uint64_t rc0 = d.rate;
 	dcqcn_cnp(&d, 4 * US);
@@ -192,9 +193,7 @@ static void test_increase_kinds(void)
 		CHECK_EQ(d.target, rc0 + (uint64_t)(k - 1) * p.ai_rate);
 	}
 	/* Hyper: both counts above the threshold (1). Bytes: byte_reset per event. */
-	dcqcn_init(&d, &p);
-	dcqcn_cnp(&d, 0);
-	dcqcn_timer(&d, 4 * US);
+	cut_once(&d, &p);
 	rc0 = d.rate;
 	dcqcn_cnp(&d, 4 * US);
 	dcqcn_timer(&d, 8 * US);
@@ -232,9 +231,7 @@ static void test_pacing(void)
 	dcqcn_params_default(&p, 10 * GBPS);
 	p.time_reset_ns = 1000 * MS; /* the rate holds still */
 	p.byte_reset = 1ull << 40;
-	dcqcn_init(&d, &p);
-	dcqcn_cnp(&d, 0);
-	dcqcn_timer(&d, 4 * US);
+	cut_once(&d, &p);
 	uint64_t rate = d.rate, t = 4 * US, start = t, bytes = 0;
 	while (t < start + 10 * MS) {
 		uint64_t at = dcqcn_send_at(&d);
