@@ -71,8 +71,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tools/netns.h"
+
 /* The TUN devices' transmit queue length in packets (the kernel default is 500). */
-#define LOSSY_LINK_TXQUEUELEN 8192
+#define LOSSY_LINK_TXQUEUELEN NETNS_TXQUEUELEN
 
 struct lossy_link;
 

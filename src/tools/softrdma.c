@@ -25,6 +25,8 @@ static const char *const usage_text =
     "  compare [options]        RoCEv2 against iWARP against raw UDP/TCP, measured in one\n"
     "                           run: a table, a JSON file and an HTML report\n"
     "  report RESULT.json       the HTML report of a compare result\n"
+    "  switch [options]         hosts in network namespaces around a switch with a\n"
+    "                           bottleneck, ECN marking and PFC (root)\n"
     "  version, --version       the version of softrdma\n"
     "\n"
     "Run 'softrdma <command> --help' for a command's options.\n";
@@ -204,6 +206,8 @@ int main(int argc, char **argv)
 		return cmd_compare(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "switch"))
+		return cmd_switch(argc - 1, argv + 1);
 	fprintf(stderr, "softrdma: unknown command '%s'\n\n%s", argv[1], usage_text);
 	return 2;
 }

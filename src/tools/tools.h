@@ -21,4 +21,9 @@ int cmd_compare(int argc, char **argv);
  * result (report.c); argv[0] is "report". Returns 0, 1 (error) or 2 (bad usage). */
 int cmd_report(int argc, char **argv);
 
+/* softrdma switch [options]: hosts in network namespaces around a switch with a bottleneck,
+ * ECN marking and PFC (switch_cmd.c); argv[0] is "switch". Returns 0, 1 (error), 2 (bad
+ * usage), 130/143 (stopped by SIGINT/SIGTERM before --time). */
+int cmd_switch(int argc, char **argv);
+
 #endif
