@@ -517,8 +517,19 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ret = mark_config(&cfg.dscp, &cfg.ecn);
 	if (ret < 0)
 		goto close_pipe;
-	if (cfg.ecn)
-		cfg.line_rate = netdev_speed(dev->ifname);
+	if (cfg.ecn) {
+		/* DCQCN for every connected QP: the NICs' defaults at the interface's speed (25
+		 * Gbit/s where it tells none, as lo), then SOFTRDMA_DCQCN's changes. */
+		uint64_t speed = netdev_speed(dev->ifname);
+		const char *spec = getenv("SOFTRDMA_DCQCN");
+		char why[160];
+		dcqcn_params_default(&cfg.cc, speed ? speed : CC_DEFAULT_LINE_RATE);
+		if (dcqcn_params_parse(&cfg.cc, spec, why, sizeof(why)) < 0) {
+			fprintf(stderr, "softrdma: SOFTRDMA_DCQCN=%s: %s\n", spec, why);
+			ret = -EINVAL;
+			goto close_pipe;
+		}
+	}
 	ret = core_ctx_create(&cfg, &ctx->core);
 	if (ret < 0)
 		goto close_pipe;

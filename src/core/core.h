@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "engine/dcqcn.h"
 #include "engine/eng.h"
 
 struct core_ctx;
@@ -33,10 +34,14 @@ struct core_config {
 	 * packets say they are ECN-capable (ECT(0); SOFTRDMA_ECN). */
 	uint8_t dscp;
 	bool ecn;
-	/* With ecn, DCQCN's reaction point on every connected QP (engine/dcqcn.h): its line
-	 * rate in bit/s (the interface's speed). */
-	uint64_t line_rate;
+	/* With ecn, DCQCN's reaction point on every connected QP with these parameters
+	 * (engine/dcqcn.h: the NICs' defaults for the interface's speed, SOFTRDMA_DCQCN's
+	 * changes applied). */
+	struct dcqcn_params cc;
 };
+
+/* A QP's line rate under congestion control when the interface tells none: 25 Gbit/s. */
+#define CC_DEFAULT_LINE_RATE 25000000000ull
 
 /* The IP TOS / IPv6 traffic class byte of traffic with traffic class tclass (a GRH's, a
  * connection's TOS): its DSCP, or the device's default when its DSCP is 0, and ECT(0) when the

@@ -36,8 +36,6 @@
 #define QP_BURST 64
 /* Payloads at least this long are sent from registered memory (drain_qp). */
 #define REF_MIN 1024
-/* A QP's line rate under congestion control when the interface tells none: 25 Gbit/s. */
-#define CC_LINE_RATE 25000000000ull
 /* The least time between two CNPs of one QP (RoCE NICs' min_time_between_cnps, 4 us). */
 #define CNP_INTERVAL_NS 4000
 /* Longest the progress thread sleeps without looking at the time. */
@@ -316,9 +314,7 @@ int core_qp_set_path(struct core_ctx *c, uint32_t qpn, const struct core_path *p
 	if (c->cfg.ecn) {
 		/* ECN-capable traffic reacts to the CNPs it causes: DCQCN with the NICs' defaults.
 		 */
-		struct dcqcn_params p;
-		dcqcn_params_default(&p, c->cfg.line_rate ? c->cfg.line_rate : CC_LINE_RATE);
-		int r = eng_qp_set_cc(s->qp, &p);
+		int r = eng_qp_set_cc(s->qp, &c->cfg.cc);
 		if (r < 0 && r != -EINVAL)
 			return r;
 	}

@@ -2,6 +2,8 @@
 #include "engine/dcqcn.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 void dcqcn_params_default(struct dcqcn_params *p, uint64_t line_rate)
@@ -33,6 +35,144 @@ int dcqcn_params_check(const struct dcqcn_params *p)
 	    p->initial_alpha > 1023 || p->min_dec_pct > 100 ||
 	    p->line_rate > UINT64_MAX / 1024 /* rate * alpha */)
 		return -EINVAL;
+	return 0;
+}
+
+/* ---- SOFTRDMA_DCQCN ---- */
+
+enum unit { U_RATE, U_TIME, U_BYTES, U_INT, U_FLAG };
+
+/* One settable field: its key, unit and place in struct dcqcn_params. */
+struct param_key {
+	const char *key;
+	enum unit unit;
+	size_t off;
+	bool u32; /* a uint32_t field, else uint64_t (U_FLAG: bool) */
+};
+
+#define K64(k, f, u)                                                                               \
+	{                                                                                          \
+		k, u, offsetof(struct dcqcn_params, f), false                                      \
+	}
+#define K32(k, f, u)                                                                               \
+	{                                                                                          \
+		k, u, offsetof(struct dcqcn_params, f), true                                       \
+	}
+static const struct param_key param_keys[] = {
+    K64("line_rate", line_rate, U_RATE),
+    K64("min_rate", min_rate, U_RATE),
+    K64("first_cnp_rate", first_cnp_rate, U_RATE),
+    K64("ai_rate", ai_rate, U_RATE),
+    K64("hai_rate", hai_rate, U_RATE),
+    K64("time_reset", time_reset_ns, U_TIME),
+    K64("byte_reset", byte_reset, U_BYTES),
+    K64("alpha_period", alpha_period_ns, U_TIME),
+    K64("decrease_period", decrease_period_ns, U_TIME),
+    K32("threshold", threshold, U_INT),
+    K32("g", g, U_INT),
+    K32("initial_alpha", initial_alpha, U_INT),
+    K32("min_dec_pct", min_dec_pct, U_INT),
+    {"clamp_target", U_FLAG, offsetof(struct dcqcn_params, clamp_target), false},
+    {"clamp_after_time_inc", U_FLAG, offsetof(struct dcqcn_params, clamp_after_time_inc), false},
+};
+
+struct suffix {
+	const char *s;
+	uint64_t mult;
+};
+
+/* A decimal number [t, end) followed by one of the unit's suffixes; false if it is not one
+ * or overflows. */
+static bool parse_value(const char *t, const char *end, enum unit u, uint64_t *out)
+{
+	static const struct suffix rate[] = {
+	    {"", 1}, {"k", 1000}, {"M", 1000000}, {"G", 1000000000}, {NULL, 0}};
+	static const struct suffix time[] = {
+	    {"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {NULL, 0}};
+	static const struct suffix bytes[] = {{"", 1}, {"K", 1024}, {"M", 1024 * 1024}, {NULL, 0}};
+	static const struct suffix plain[] = {{"", 1}, {NULL, 0}};
+	const struct suffix *sx = u == U_RATE	 ? rate
+				  : u == U_TIME	 ? time
+				  : u == U_BYTES ? bytes
+						 : plain;
+	uint64_t v = 0;
+	const char *c = t;
+
+	if (c == end || *c < '0' || *c > '9')
+		return false;
+	for (; c < end && *c >= '0' && *c <= '9'; c++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*c - '0');
+	}
+	for (; sx->s; sx++) {
+		size_t n = strlen(sx->s);
+		if ((size_t)(end - c) == n && memcmp(c, sx->s, n) == 0) {
+			if (sx->mult > 1 && v > UINT64_MAX / sx->mult)
+				return false;
+			*out = v * sx->mult;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void say(char *why, size_t len, const char *what, const char *t, const char *end)
+{
+	if (!why || !len)
+		return;
+	int n = (int)(end - t);
+	snprintf(why, len, "%s: '%.*s'", what, n > 60 ? 60 : n, t);
+}
+
+int dcqcn_params_parse(struct dcqcn_params *p, const char *spec, char *why, size_t len)
+{
+	struct dcqcn_params q = *p;
+
+	if (why && len)
+		why[0] = '\0';
+	for (const char *t = spec; t && *t;) {
+		const char *end = strchr(t, ',');
+		if (!end)
+			end = t + strlen(t);
+		const char *eq = memchr(t, '=', (size_t)(end - t));
+		const struct param_key *k = NULL;
+		for (size_t i = 0; eq && i < sizeof(param_keys) / sizeof(param_keys[0]); i++)
+			if (strlen(param_keys[i].key) == (size_t)(eq - t) &&
+			    memcmp(param_keys[i].key, t, (size_t)(eq - t)) == 0)
+				k = &param_keys[i];
+		if (!k) {
+			say(why, len, eq ? "unknown key" : "not key=value", t, end);
+			return -EINVAL;
+		}
+		uint64_t v;
+		if (!parse_value(eq + 1, end, k->unit, &v) ||
+		    ((k->u32 || k->unit == U_INT) && v > UINT32_MAX) ||
+		    (k->unit == U_FLAG && v > 1)) {
+			say(why, len, "bad value", t, end);
+			return -EINVAL;
+		}
+		uint8_t *f = (uint8_t *)&q + k->off;
+		if (k->unit == U_FLAG) {
+			bool b = v != 0;
+			memcpy(f, &b, sizeof(b));
+		} else if (k->u32) {
+			uint32_t w = (uint32_t)v;
+			memcpy(f, &w, sizeof(w));
+		} else {
+			memcpy(f, &v, sizeof(v));
+		}
+		t = *end ? end + 1 : end;
+	}
+	if (dcqcn_params_check(&q) != 0) {
+		if (why && len)
+			snprintf(why, len,
+				 "the parameters make no sense together (min_rate <= line_rate, "
+				 "non-zero periods, g < 1024, initial_alpha <= 1023, min_dec_pct "
+				 "<= 100)");
+		return -EINVAL;
+	}
+	*p = q;
 	return 0;
 }
 

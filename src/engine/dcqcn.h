@@ -26,6 +26,7 @@
 #define SOFTRDMA_ENGINE_DCQCN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct dcqcn_params {
@@ -50,6 +51,15 @@ struct dcqcn_params {
 void dcqcn_params_default(struct dcqcn_params *p, uint64_t line_rate);
 /* 0, or -EINVAL when p makes no sense (zero periods or line rate, g >= 1024, ...). */
 int dcqcn_params_check(const struct dcqcn_params *p);
+/* Applies "key=value,key=value" (SOFTRDMA_DCQCN's syntax) to p: the keys are the fields'
+ * names without their unit suffix (line_rate, min_rate, first_cnp_rate, ai_rate, hai_rate,
+ * time_reset, byte_reset, alpha_period, decrease_period, threshold, g, initial_alpha,
+ * min_dec_pct, clamp_target, clamp_after_time_inc). Rates take bit/s with k, M or G
+ * (decimal: 200M), times ns, us or ms (a bare number is ns), byte_reset bytes with K, M
+ * (binary), the rest plain integers (0 or 1 for the two flags). Setting line_rate alone
+ * keeps the other fields. Returns 0 with p changed and checked, or -EINVAL with p as it was
+ * and the reason in why (len bytes; why may be NULL). NULL or "" changes nothing. */
+int dcqcn_params_parse(struct dcqcn_params *p, const char *spec, char *why, size_t len);
 
 struct dcqcn {
 	struct dcqcn_params p;

@@ -257,9 +257,82 @@ static void test_np(void)
 	CHECK_EQ(np.cnps, 4);
 }
 
+/* SOFTRDMA_DCQCN's syntax: every key with its unit, and every kind of mistake refused with the
+ * parameters left as they were. */
+static void test_parse(void)
+{
+	struct dcqcn_params p, d;
+	char why[160];
+	dcqcn_params_default(&d, 25 * GBPS);
+
+	p = d;
+	CHECK_EQ(dcqcn_params_parse(&p, NULL, why, sizeof(why)), 0);
+	CHECK_EQ(dcqcn_params_parse(&p, "", why, sizeof(why)), 0);
+	CHECK_MEM(&p, &d, sizeof(p));
+
+	CHECK_EQ(dcqcn_params_parse(&p,
+				    "line_rate=200M,min_rate=2M,first_cnp_rate=100M,ai_rate=1M,"
+				    "hai_rate=10M,time_reset=50us,byte_reset=1M,alpha_period=2us,"
+				    "decrease_period=8000ns,threshold=5,g=1000,initial_alpha=512,"
+				    "min_dec_pct=25,clamp_target=1,clamp_after_time_inc=0",
+				    why, sizeof(why)),
+		 0);
+	CHECK_EQ(p.line_rate, 200000000);
+	CHECK_EQ(p.min_rate, 2000000);
+	CHECK_EQ(p.first_cnp_rate, 100000000);
+	CHECK_EQ(p.ai_rate, 1000000);
+	CHECK_EQ(p.hai_rate, 10000000);
+	CHECK_EQ(p.time_reset_ns, 50 * US);
+	CHECK_EQ(p.byte_reset, 1024 * 1024);
+	CHECK_EQ(p.alpha_period_ns, 2 * US);
+	CHECK_EQ(p.decrease_period_ns, 8 * US);
+	CHECK_EQ(p.threshold, 5);
+	CHECK_EQ(p.g, 1000);
+	CHECK_EQ(p.initial_alpha, 512);
+	CHECK_EQ(p.min_dec_pct, 25);
+	CHECK(p.clamp_target);
+	CHECK(!p.clamp_after_time_inc);
+
+	/* One key changes one field; a bare time is ns, a bare rate bit/s. */
+	p = d;
+	CHECK_EQ(dcqcn_params_parse(&p, "line_rate=1G,time_reset=7", why, sizeof(why)), 0);
+	CHECK_EQ(p.line_rate, GBPS);
+	CHECK_EQ(p.time_reset_ns, 7);
+	CHECK_EQ(p.ai_rate, d.ai_rate);
+
+	static const char *const bad[] = {
+	    "speed=1G",			      /* unknown key */
+	    "line_rate",		      /* no value */
+	    "line_rate=",		      /* empty value */
+	    "line_rate=1T",		      /* unknown unit */
+	    "line_rate=1g",		      /* units are case-sensitive: M is mega, not milli */
+	    "time_reset=5s",		      /* not a time unit here */
+	    "g=1024",			      /* alpha could not decay */
+	    "g=-1",			      /* not a number */
+	    "min_rate=30G",		      /* above the line rate */
+	    "clamp_target=2",		      /* a flag */
+	    "threshold=4294967296",	      /* beyond 32 bits */
+	    "line_rate=99999999999999999999", /* beyond 64 bits */
+	    "line_rate=100000000000000G",     /* overflows with its unit */
+	    "ai_rate=1M,,g=1000",	      /* an empty item */
+	    "alpha_period=0",		      /* a period of 0 */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = d;
+		why[0] = '\0';
+		int rc = dcqcn_params_parse(&p, bad[i], why, sizeof(why));
+		CHECK_EQ(rc, -EINVAL);
+		CHECK(why[0] != '\0');
+		CHECK_MEM(&p, &d, sizeof(p));
+		if (rc != -EINVAL)
+			fprintf(stderr, "accepted: %s\n", bad[i]);
+	}
+}
+
 int main(void)
 {
 	test_params();
+	test_parse();
 	test_quiet();
 	test_one_cut();
 	test_n_cuts();
