@@ -1551,6 +1551,8 @@ static void usage(FILE *f)
 	    "                          use the 499 ports above it (on loopback too)\n"
 	    "      --timeout SECONDS   a silent peer fails a step after this long (default 10)\n"
 	    "  -q, --quiet             no progress display\n"
+	    "      --scenario incast   instead: the fabrics under congestion (a switch with PFC\n"
+	    "                          and ECN, root; 'compare --scenario incast --help')\n"
 	    "  -h, --help              this text\n\n"
 	    "Figures depend on the machine and its load: compare runs everything in one run so "
 	    "that\nthe ratios between the columns hold. Exit status: 0 (all measured), 1 (a "
@@ -2120,6 +2122,9 @@ int cmd_compare(int argc, char **argv)
 		return floor_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "--setup"))
 		return setup_main(argc - 1, argv + 1);
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "--scenario", 10))
+			return scenario_main(argc, argv);
 	static struct cmp c; /* large: not on the stack */
 	memset(&c, 0, sizeof(c));
 	int r = parse_args(&c.o, argc, argv);
@@ -2130,19 +2135,9 @@ int cmd_compare(int argc, char **argv)
 		fprintf(stderr, "softrdma compare: %s\n", why);
 		return 1;
 	}
-	ssize_t n = readlink("/proc/self/exe", c.self, sizeof(c.self) - 1);
-	if (n <= 0) {
-		fprintf(stderr, "softrdma compare: cannot find its own executable: %s\n",
-			strerror(errno));
+	if (tool_self_and_tmpdir("compare", c.self, sizeof(c.self), c.tmp, sizeof(c.tmp),
+				 "/tmp/softrdma-compare.XXXXXX"))
 		return 1;
-	}
-	c.self[n] = 0;
-	snprintf(c.tmp, sizeof(c.tmp), "/tmp/softrdma-compare.XXXXXX");
-	if (!mkdtemp(c.tmp)) {
-		fprintf(stderr, "softrdma compare: cannot make a temporary directory: %s\n",
-			strerror(errno));
-		return 1;
-	}
 	c.addr = c.o.host ? c.o.host : "127.0.0.1";
 	c.ctl = -1;
 	c.remote = c.o.host != NULL;

@@ -503,6 +503,9 @@ static struct pkt *depart(struct swm *s, struct port *pt, uint64_t t)
 	pt->out.free_at = t;
 	pt->st.tx_pkts++;
 	pt->st.tx_bytes += p->len;
+	pt->st.tx_prio[p->prio]++;
+	s->port[p->in].st.fwd_pkts++;
+	s->port[p->in].st.fwd_bytes += p->len;
 	if (pfc_class(s, p)) {
 		struct port *in = &s->port[p->in];
 		in->pfc_bytes -= p->len;

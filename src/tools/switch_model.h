@@ -98,6 +98,8 @@ enum swm_verdict {
 struct swm_port_stats {
 	uint64_t rx_pkts, rx_bytes;
 	uint64_t tx_pkts, tx_bytes;
+	uint64_t tx_prio[SWM_PRIOS];  /* tx_pkts by priority (6: CNPs) */
+	uint64_t fwd_pkts, fwd_bytes; /* from this port's host, delivered (left on any port) */
 	uint64_t drop_loss, drop_tail, drop_hold, drop_bad, drop_noroute; /* by ingress port */
 	uint64_t marked;      /* CE set on packets queued at this egress port */
 	uint64_t ect;	      /* ECN-capable packets queued at this egress port (ECN on or off) */

@@ -16,6 +16,10 @@ int cmd_bw(int argc, char **argv);
  * (compare.c); argv[0] is "compare". Returns the exit status: 0, 1 (error), 2 (bad usage),
  * 130/143 (SIGINT/SIGTERM). */
 int cmd_compare(int argc, char **argv);
+/* softrdma compare --scenario incast [options] (scenario.c): the fabrics compared under
+ * congestion; argv[0] is "compare". Returns 0, 1 (error, or a row not measured), 2 (bad
+ * usage), 130/143 (SIGINT/SIGTERM). */
+int scenario_main(int argc, char **argv);
 
 /* softrdma report RESULT.json [-o FILE.html]: the self-contained HTML report of a compare
  * result (report.c); argv[0] is "report". Returns 0, 1 (error) or 2 (bad usage). */

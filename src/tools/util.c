@@ -183,3 +183,22 @@ socklen_t tool_listen_addr(int family, uint16_t port, struct sockaddr_storage *a
 	}
 	return tool_addr(family == AF_INET6 ? "::" : "0.0.0.0", port, a);
 }
+
+int tool_self_and_tmpdir(const char *cmd, char *self, size_t selflen, char *tmp, size_t tmplen,
+			 const char *tmpl)
+{
+	ssize_t n = readlink("/proc/self/exe", self, selflen - 1);
+	if (n <= 0) {
+		fprintf(stderr, "softrdma %s: cannot find its own executable: %s\n", cmd,
+			strerror(errno));
+		return -1;
+	}
+	self[n] = 0;
+	snprintf(tmp, tmplen, "%s", tmpl);
+	if (!mkdtemp(tmp)) {
+		fprintf(stderr, "softrdma %s: cannot make a temporary directory: %s\n", cmd,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}

@@ -23,6 +23,12 @@ struct tool_signals {
 void tool_signals_catch(struct tool_signals *s, void (*handler)(int));
 void tool_signals_restore(const struct tool_signals *s);
 
+/* What a subcommand that runs copies of itself needs: this executable's path in self, and a
+ * fresh private directory made from the mkdtemp template tmpl in tmp. 0, or -1 with the
+ * reason on stderr after "softrdma CMD: ". */
+int tool_self_and_tmpdir(const char *cmd, char *self, size_t selflen, char *tmp, size_t tmplen,
+			 const char *tmpl);
+
 /* CLOCK_MONOTONIC in ns. */
 uint64_t tool_now_ns(void);
 

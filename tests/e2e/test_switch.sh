@@ -108,7 +108,7 @@ fi
 # PFC: the same incast, lossless. Both senders get paused; nothing is dropped, at the switch
 # or in a host's queue, so the receivers never see a PSN gap. (A sender may still time out
 # and resend its window while it is paused behind a deep queue on this busy machine: PFC
-# trades loss for delay. Such packets all arrive twice, none is missing.)
+# trades loss for delay. Such packets arrive twice, none is missing.)
 if incast pfc "--pfc --buffer 512K"; then
 	for h in 1 2; do
 		for k in tail host-queue loss; do
@@ -121,8 +121,10 @@ if incast pfc "--pfc --buffer 512K"; then
 		[ "$gaps" = 0 ] || bad "PFC: host 0 saw $gaps PSN gaps from host $h"
 		r=$(qpcount "$tmp/pfc.cli$h" retransmits)
 		dup=$(qpcount "$tmp/pfc.srv$h" dup_requests)
-		[ "$dup" = "$r" ] || bad "PFC: host $h resent $r packets, host 0 received $dup twice"
-		echo "ok   PFC: host $h paused $p times ($(field "$tmp/pfc.sw" $h "paused[ms]") ms), nothing dropped, no gap ($r packets resent after timeouts, all duplicates)"
+		# Resent packets whose first copy is still queued arrive twice, or after the
+		# receiver has closed: never more duplicates than resends.
+		[ "$dup" -le "$r" ] || bad "PFC: host $h resent $r packets, host 0 received $dup twice"
+		echo "ok   PFC: host $h paused $p times ($(field "$tmp/pfc.sw" $h "paused[ms]") ms), nothing dropped, no gap ($r packets resent after timeouts, $dup arrived twice)"
 	done
 fi
 

@@ -1655,6 +1655,8 @@ static void random_run(bool links)
 	CHECK_EQ(swm_deadline(s), UINT64_MAX);
 
 	uint64_t now = 0, t = 0, accepted = 0, tail = 0, out = 0;
+	/* What came out, as the per-priority and per-sender counters must say it. */
+	uint64_t by_prio[PORTS][SWM_PRIOS] = {{0}}, fwd_pkts[PORTS] = {0}, fwd_bytes[PORTS] = {0};
 	for (uint32_t i = 0; i <= N; i++) {
 		/* Bursts of 500 packets 300 ns apart on average, mostly priority 3 to port 5 (about
 		 * 8 Gbit/s into a 1 Gbit/s port), then 500 spaced 10 us apart (it drains). */
@@ -1685,6 +1687,11 @@ static void random_run(bool links)
 				unsigned prio = in[1] >> 5;
 				CHECK_EQ(o.port, dst);
 				CHECK_EQ(o.len, lens[o.seq]);
+				if (o.port < PORTS) {
+					by_prio[o.port][prio]++;
+					fwd_pkts[o.from]++;
+					fwd_bytes[o.from] += o.len;
+				}
 				if (o.len != lens[o.seq])
 					continue;
 				CHECK(last[o.from][dst][prio] == UINT32_MAX ||
@@ -1745,6 +1752,10 @@ static void random_run(bool links)
 		CHECK_EQ(st.pfc_bytes, 0);
 		CHECK(!st.paused);
 		CHECK(st.queue_max <= 5 * c.buffer); /* five classes, each within the buffer */
+		for (unsigned q = 0; q < SWM_PRIOS; q++)
+			CHECK_EQ(st.tx_prio[q], by_prio[p][q]);
+		CHECK_EQ(st.fwd_pkts, fwd_pkts[p]);
+		CHECK_EQ(st.fwd_bytes, fwd_bytes[p]);
 	}
 	CHECK_EQ(tx, out);
 	CHECK_EQ(out, accepted - (drops - tail)); /* what was dropped on entering after a hold */

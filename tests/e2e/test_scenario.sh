@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# softrdma compare --scenario incast and victim (src/tools/scenario.c), short: two senders
+# (and a probe, or a victim flow) through a 200 Mbit/s switch port, one second per fabric.
+# Every fabric must be measured, and
+# the figures must be those of the fabric: the senders never get more than the port carries,
+# PFC pauses and drops nothing, the DCQCN rows carry CNPs and marks, the rows without ECN
+# none. Then bad usage. Needs root and /dev/net/tun (exit 77 otherwise).
+# Usage: test_scenario.sh BUILD_DIR
+set -u
+build=${1:?build directory}
+sr=$build/softrdma
+[ -x "$sr" ] || { echo "FAIL: $sr not built"; exit 1; }
+if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ] || ! command -v ip >/dev/null; then
+	echo "skip: needs root, /dev/net/tun and ip"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+for args in "--scenario fire" "--scenario incast --senders 9" "--scenario incast --rate 1k" \
+	"--scenario incast --seconds 0" "--scenario incast extra" "--scenario victim -n 1"; do
+	# shellcheck disable=SC2086
+	"$sr" compare $args >"$tmp/usage.out" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "softrdma compare:" "$tmp/usage.out" ||
+		bad "'compare $args' exited $rc: $(head -c 200 "$tmp/usage.out")"
+done
+"$sr" compare --scenario incast --help | grep -q -- "--senders" || bad "no --help"
+
+for sc in incast victim; do
+timeout 240 "$sr" compare --scenario $sc --seconds 1 --json "$tmp/$sc.json" \
+	>"$tmp/$sc.out" 2>&1
+rc=$?
+cat "$tmp/$sc.out"
+[ $rc -eq 0 ] || bad "compare --scenario $sc exited $rc"
+
+python3 - "$tmp/$sc.json" <<'PY' || fail=1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+victim = doc["scenario"] == "victim"
+rows = {r["id"]: r for r in doc["rows"]}
+bad = []
+def check(cond, what):
+    if not cond:
+        bad.append(what)
+check(set(rows) == {"roce", "roce_pfc", "roce_dcqcn", "roce_pfc_dcqcn", "iwarp"}, "rows: %s" % sorted(rows))
+port = doc["rate_bps"] / 1e9
+for id, r in rows.items():
+    check(r["ok"], "%s not measured: %s" % (id, r.get("error")))
+    if not r["ok"]:
+        continue
+    check(len(r["shares_gbps"]) == doc["senders"], "%s: shares" % id)
+    # What the senders sent crossed one port: at most its rate.
+    check(0 < r["throughput_gbps"] <= port * 1.01, "%s: %.3f Gbit/s through a %.3f Gbit/s port" % (id, r["throughput_gbps"], port))
+    check(abs(sum(r["shares_gbps"]) - r["throughput_gbps"]) < 1e-3, "%s: shares do not add up" % id)
+    check(len(r["app_shares_gbps"]) == doc["senders"] and min(r["app_shares_gbps"]) > 0, "%s: the senders measured nothing" % id)
+    check(0 < r["jain"] <= 1.0001, "%s: Jain index %s" % (id, r["jain"]))
+    if victim:
+        # The victim shares its sender's link (the port rate) with a congested flow.
+        check(0 <= r["victim_gbps"] <= port * 1.01 and r["victim_app_gbps"] > 0, "%s: victim %s" % (id, r["victim_gbps"]))
+    else:
+        check(0 < r["probe_p50_us"] <= r["probe_p99_us"], "%s: probe %s / %s" % (id, r["probe_p50_us"], r["probe_p99_us"]))
+    pfc = "pfc" in id
+    ecn = "dcqcn" in id or id == "iwarp"
+    if pfc:
+        check(r["drops"] == 0, "%s: %d drops with PFC" % (id, r["drops"]))
+        check(r["pauses"] > 0 and r["pause_ms"] > 0, "%s: never paused" % id)
+    else:
+        check(r["pauses"] == 0, "%s: paused without PFC" % id)
+    if id in ("roce_dcqcn", "roce_pfc_dcqcn"):
+        check(r["cnps"] > 0, "%s: no CNP crossed the switch" % id)
+    if not ecn:
+        check(r["marks"] == 0 and r["cnps"] == 0, "%s: %d marks, %d CNPs without ECN" % (id, r["marks"], r["cnps"]))
+for b in bad:
+    print("FAIL:", doc["scenario"], b)
+if not bad:
+    print("ok   %s: 5 fabrics measured; throughput within the port, PFC lossless, CNPs where DCQCN runs" % doc["scenario"])
+sys.exit(1 if bad else 0)
+PY
+done
+exit $fail
