@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
-#include "engine/dcqcn.h"
+#include "engine/cc.h"
 #include "util/psn.h"
 
 /* rxe RXE_MAX_UNACKED_PSNS: the requester stops while req.psn is this far past the oldest
@@ -164,8 +164,8 @@ struct eng_qp {
 	/* During eng_qp_output_ref: a payload at least this long may stay where it lies (eng.h);
 	 * 0: copied. */
 	uint32_t tx_ref;
-	/* Congestion control (eng_qp_set_cc): DCQCN's reaction point, NULL for none. */
-	struct dcqcn *cc;
+	/* Congestion control (eng_qp_set_cc): the QP's policy (cc.h), NULL for none. */
+	struct eng_cc *cc;
 
 	struct eng_rq own_rq;
 	struct eng_rq *rq; /* &own_rq or init.srq */

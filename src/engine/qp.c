@@ -365,19 +365,22 @@ void eng_qp_destroy(struct eng_qp *qp)
 	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
 	free(qp->res);
 	free(qp->respq);
-	free(qp->cc);
+	if (qp->cc)
+		qp->cc->ops->destroy(qp->cc);
 	free(qp);
 }
 
 int eng_qp_set_cc(struct eng_qp *qp, const struct dcqcn_params *p)
 {
-	if (qp->init.type == IBV_QPT_UD || dcqcn_params_check(p) < 0)
+	struct eng_cc *cc;
+	if (qp->init.type == IBV_QPT_UD)
 		return -EINVAL;
-	uint64_t old = eng_qp_deadline(qp); /* before qp->cc may point at fresh memory */
-	struct dcqcn *cc = qp->cc ? qp->cc : malloc(sizeof(*cc));
-	if (!cc)
-		return -ENOMEM;
-	dcqcn_init(cc, p);
+	int r = eng_cc_dcqcn_create(p, &cc);
+	if (r < 0)
+		return r;
+	uint64_t old = eng_qp_deadline(qp);
+	if (qp->cc)
+		qp->cc->ops->destroy(qp->cc);
 	qp->cc = cc;
 	kick(qp, old);
 	return 0;
@@ -388,16 +391,16 @@ void eng_qp_cnp(struct eng_qp *qp, uint64_t now_ns)
 	if (!qp->cc)
 		return;
 	uint64_t old = eng_qp_deadline(qp);
-	uint64_t cuts = qp->cc->cuts;
+	uint64_t cuts = qp->cc->ops->cuts(qp->cc);
 	ENG_INC(qp, cc_cnps);
-	dcqcn_cnp(qp->cc, now_ns);
-	qp->counters[ENG_CNT_cc_cuts] += qp->cc->cuts - cuts;
+	qp->cc->ops->cnp(qp->cc, now_ns);
+	qp->counters[ENG_CNT_cc_cuts] += qp->cc->ops->cuts(qp->cc) - cuts;
 	kick(qp, old);
 }
 
 uint64_t eng_qp_cc_rate(const struct eng_qp *qp)
 {
-	return qp->cc ? qp->cc->rate : 0;
+	return qp->cc ? qp->cc->ops->rate(qp->cc) : 0;
 }
 
 void *eng_qp_user(const struct eng_qp *qp)
@@ -771,12 +774,13 @@ int eng_qp_output_ref(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out, 
 	return r;
 }
 
-/* d, or earlier: DCQCN's timers, and the paced send of a request waiting for its rate. Out of
- * line: the deadline is asked for several times per packet, with congestion control or not. */
+/* d, or earlier: the congestion control's timers, and the paced send of a request waiting for
+ * its rate. Out of line: the deadline is asked for several times per packet, with congestion
+ * control or not. */
 __attribute__((noinline)) static uint64_t cc_deadline(const struct eng_qp *qp, uint64_t d)
 {
-	uint64_t c = dcqcn_deadline(qp->cc);
-	uint64_t at = dcqcn_send_at(qp->cc);
+	uint64_t c = qp->cc->ops->deadline(qp->cc);
+	uint64_t at = qp->cc->ops->send_at(qp->cc);
 	if (at && at < c && eng_req_ready((struct eng_qp *)qp))
 		c = at;
 	return c < d ? c : d;
@@ -800,9 +804,9 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns)
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return;
 	if (qp->cc) {
-		uint64_t cuts = qp->cc->cuts;
-		dcqcn_timer(qp->cc, now_ns);
-		qp->counters[ENG_CNT_cc_cuts] += qp->cc->cuts - cuts;
+		uint64_t cuts = qp->cc->ops->cuts(qp->cc);
+		qp->cc->ops->timer(qp->cc, now_ns);
+		qp->counters[ENG_CNT_cc_cuts] += qp->cc->ops->cuts(qp->cc) - cuts;
 	}
 	eng_comp_timer(qp, now_ns);
 	check_drained(qp);

@@ -97,7 +97,7 @@ static void fill_bth(struct eng_qp *qp, const struct eng_swqe *w, struct roce_pk
  * 58 bytes of Ethernet .. ICRC. Out of line, off the path of QPs without it. */
 __attribute__((noinline)) static void cc_sent(struct eng_qp *qp, uint32_t nbytes, uint64_t now)
 {
-	dcqcn_sent(qp->cc, nbytes + 58, now);
+	qp->cc->ops->sent(qp->cc, nbytes + 58, now);
 }
 
 /* Accounts a built packet of `npsn` PSNs; `end` if it was the last of its WQE. */
@@ -292,7 +292,7 @@ int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_
 	struct eng_swqe *w;
 
 	*ah = 0;
-	if (qp->cc && dcqcn_send_at(qp->cc) > now) {
+	if (qp->cc && qp->cc->ops->send_at(qp->cc) > now) {
 		/* Paced (congestion control): the QP's deadline includes the time it may go. */
 		ENG_INC(qp, cc_held);
 		return 0;
