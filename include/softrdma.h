@@ -21,7 +21,10 @@ struct softrdma_counter {
  * with errno = EINVAL. Thread-safe. */
 int softrdma_query_counters(struct ibv_context *ctx, struct softrdma_counter *out, int max);
 
-/* The same for one QP (the transport engine's counters: retransmits, NAKs, duplicates, ...). */
+/* The same for one QP (the transport engine's counters: retransmits, NAKs, duplicates, ...).
+ * A RoCE QP with congestion control (SOFTRDMA_ECN=1) also has one gauge, not a count:
+ * "cc_rate_kbps", the rate its requests may leave at now (kbit/s; its line rate when nothing
+ * slowed it). */
 int softrdma_query_qp_counters(struct ibv_qp *qp, struct softrdma_counter *out, int max);
 
 /* Convenience: the value of the named counter of a context (or QP if qp != NULL), or

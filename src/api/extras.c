@@ -56,6 +56,9 @@ int softrdma_query_qp_counters(struct ibv_qp *ibqp, struct softrdma_counter *out
 		const uint64_t *v = eng_qp_counters(qp->eqp);
 		for (int i = 0; i < ENG_CNT__COUNT; i++)
 			collect_one(&c, eng_counter_names[i], v[i]);
+		uint64_t rate = eng_qp_cc_rate(qp->eqp);
+		if (rate) /* a gauge: congestion control's current rate */
+			collect_one(&c, "cc_rate_kbps", rate / 1000);
 	}
 	core_unlock(qp->ctx->core);
 	return c.n;

@@ -1543,6 +1543,8 @@ void core_dump_qp_counters(struct core_ctx *c, struct eng_qp *qp, FILE *f)
 	for (int i = 0; i < ENG_CNT__COUNT; i++)
 		if (v[i])
 			fprintf(f, " %s=%llu", eng_counter_names[i], (unsigned long long)v[i]);
+	if (eng_qp_cc_rate(qp))
+		fprintf(f, " cc_rate_kbps=%llu", (unsigned long long)(eng_qp_cc_rate(qp) / 1000));
 	fprintf(f, "\n");
 }
 

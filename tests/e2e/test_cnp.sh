@@ -118,7 +118,10 @@ cnps=$(v cc_cnps) cuts=$(v cc_cuts) held=$(v cc_held) sent=$(count "$tmp/bw.srv"
 [ "$cnps" -gt 0 ] && [ "$cnps" -eq "$sent" ] || bad "bw: the target sent $sent CNPs, the writer's QP took $cnps"
 [ "$cuts" -gt 0 ] && [ "$cuts" -le "$cnps" ] || bad "bw: $cuts rate cuts for $cnps CNPs"
 [ "$held" -gt 0 ] || bad "bw: no request waited for the paced rate"
-echo "ok   bw: $cnps CNPs taken, $cuts rate cuts, $held requests held for the rate"
+# The gauge: the rate the QP was at when it closed, at most the line rate (lo: 25 Gbit/s).
+rate=$(v cc_rate_kbps)
+[ "$rate" -gt 0 ] && [ "$rate" -le 25000000 ] || bad "bw: cc_rate_kbps=$rate"
+echo "ok   bw: $cnps CNPs taken, $cuts rate cuts, $held requests held for the rate, ${rate} kbit/s at the end"
 
 # Not ECN-capable: the fault stage marks nothing, nobody sends a CNP.
 SOFTRDMA_FAULT=ce=0.5,seed=11 run plain || exit 1
