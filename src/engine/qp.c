@@ -229,6 +229,37 @@ void eng_qp_to_err(struct eng_qp *qp, enum ibv_event_type ev, bool raise)
 		eng_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
+/* ---- congestion control of the responder's data ---- */
+
+/* The responder's next job is read response data (what congestion control paces: ACKs and
+ * atomic responses are small and go at once, as on RoCE NICs, which rate-limit a QP's
+ * data). */
+static bool resp_data_next(const struct eng_qp *qp)
+{
+	return eng_resp_pending(qp) &&
+	       qp->respq[qp->resp.q_head & qp->respq_mask].type == ENG_JOB_READ;
+}
+
+/* Read responses wait for the QP's paced time like its requests (eng_req_output); what is
+ * queued behind them waits too, in order. Out of line: only QPs with congestion control. */
+__attribute__((noinline)) static bool resp_paced(struct eng_qp *qp, uint64_t now)
+{
+	if (!resp_data_next(qp) || qp->cc->ops->send_at(qp->cc) <= now)
+		return false;
+	ENG_INC(qp, cc_held);
+	return true;
+}
+
+/* A response left: read response data counts on the link as requests do (payload and 58
+ * bytes of Ethernet .. ICRC). */
+__attribute__((noinline)) static void resp_sent(struct eng_qp *qp, const struct roce_pkt *out,
+						uint64_t now)
+{
+	uint8_t op = out->bth.opcode & 0x1F;
+	if (op >= (ROCE_RC_READ_RESPONSE_FIRST & 0x1F) && op <= (ROCE_RC_READ_RESPONSE_ONLY & 0x1F))
+		qp->cc->ops->sent(qp->cc, out->payload_len + 58, now);
+}
+
 /* ---- wake-up policy ---- */
 
 static bool output_due(struct eng_qp *qp)
@@ -747,8 +778,10 @@ int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out,
 	}
 	uint64_t old = eng_qp_deadline(qp);
 	memset(out, 0, sizeof(*out));
-	if (eng_resp_pending(qp))
+	if (eng_resp_pending(qp) && !(qp->cc && resp_paced(qp, now_ns)))
 		n = eng_resp_output(qp, out, buf);
+	if (n > 0 && qp->cc)
+		resp_sent(qp, out, now_ns);
 	if (n == 0 && req_state) {
 		memset(out, 0, sizeof(*out));
 		n = eng_req_output(qp, now_ns, out, buf, &dest);
@@ -781,7 +814,7 @@ __attribute__((noinline)) static uint64_t cc_deadline(const struct eng_qp *qp, u
 {
 	uint64_t c = qp->cc->ops->deadline(qp->cc);
 	uint64_t at = qp->cc->ops->send_at(qp->cc);
-	if (at && at < c && eng_req_ready((struct eng_qp *)qp))
+	if (at && at < c && (eng_req_ready((struct eng_qp *)qp) || resp_data_next(qp)))
 		c = at;
 	return c < d ? c : d;
 }

@@ -6,6 +6,7 @@
  *     arrives;
  *   - the rate climbs back by the timers alone as DCQCN says (half the gap per increase event,
  *     300 us each) and the timers stop at line rate;
+ *   - a READ's responses leave at the responder's rate once it was cut, unpaced before;
  *   - parameters that make no sense are refused, and CNPs to a QP without congestion control
  *     change nothing. */
 #include "check.h"
@@ -23,6 +24,7 @@ static struct sim s;
 static struct eng_qp *qa, *qb;
 static struct sim_mr *src, *dst;
 static uint64_t first_at, last_at, npkts;
+static uint64_t rfirst_at, rlast_at, nresp; /* B's READ responses */
 
 /* Records when A's WRITE packets leave (the tap sees each as it enters the link). */
 static enum sim_action tap(struct sim *sm, int dir, uint64_t index, const struct roce_pkt *p,
@@ -38,13 +40,20 @@ static enum sim_action tap(struct sim *sm, int dir, uint64_t index, const struct
 		last_at = sm->now;
 		npkts++;
 	}
+	if (dir == SIM_BA && roce_opinfo(p->bth.opcode) &&
+	    roce_opinfo(p->bth.opcode)->kind == ROCE_KIND_READ_RESP) {
+		if (nresp == 0)
+			rfirst_at = sm->now;
+		rlast_at = sm->now;
+		nresp++;
+	}
 	return chosen;
 }
 
 static void setup(bool cc, uint64_t line)
 {
 	struct sim_qp_cfg cfg = {.pmtu = PMTU};
-	unsigned acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	unsigned acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	sim_init(&s, 1);
 	sim_connect(&s, &cfg, &qa, &qb);
 	src = sim_mr_reg(&s.node[SIM_A], 1, LEN, acc);
@@ -166,10 +175,66 @@ static void test_refused(void)
 	sim_fini(&s);
 }
 
+/* The responder's data is paced too: B, with its rate cut, answers a 256 KiB READ at that
+ * rate (the response packets' spacing within 1 %), and every byte arrives; without a cut the
+ * responses leave as without congestion control. */
+static void read_all(struct sim_mr *into, struct sim_mr *from)
+{
+	struct ibv_wc wc;
+	int got = 0;
+	nresp = 0;
+	CHECK_EQ(sim_post_send(&s.node[SIM_A], qa, 9, IBV_WR_RDMA_READ, into, 0, LEN,
+			       sim_va(from, 0), from->key, IBV_SEND_SIGNALED),
+		 0);
+	for (uint64_t end = s.now + 100000 * US; !got && s.now < end;) {
+		bool more = sim_step(&s);
+		got = sim_poll(&s.node[SIM_A], &wc, 1);
+		if (!more)
+			break;
+	}
+	CHECK_EQ(got, 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_MEM(into->host, from->host, LEN);
+	CHECK_EQ(nresp, LEN / PMTU);
+}
+
+static void test_read_paced(void)
+{
+	struct dcqcn_params p;
+	/* Unpaced: the time the responses take without congestion control. */
+	setup(false, 0);
+	sim_fill(dst->host, LEN, 9);
+	read_all(src, dst);
+	uint64_t plain = rlast_at - rfirst_at;
+	sim_fini(&s);
+
+	setup(false, 0);
+	dcqcn_params_default(&p, 10 * GBPS);
+	p.time_reset_ns = 1000000000ull;
+	p.byte_reset = 1ull << 40;
+	CHECK_EQ(eng_qp_set_cc(qb, &p), 0);
+	sim_fill(dst->host, LEN, 9);
+	read_all(src, dst);
+	CHECK_EQ(rlast_at - rfirst_at, plain); /* no CNP: no pacing */
+	eng_qp_cnp(qb, s.now);
+	sim_run(&s, 10 * US);
+	uint64_t rate = eng_qp_cc_rate(qb);
+	CHECK(rate < 10 * GBPS && rate > 4 * GBPS);
+	uint64_t held = eng_qp_counters(qb)[ENG_CNT_cc_held];
+	sim_fill(dst->host, LEN, 11);
+	read_all(src, dst);
+	double want = (double)(nresp - 1) * FRAME * 8e9 / (double)rate;
+	double got = (double)(rlast_at - rfirst_at);
+	CHECK(got > 0.99 * want && got < 1.01 * want);
+	CHECK(eng_qp_counters(qb)[ENG_CNT_cc_held] > held);
+	sim_fini(&s);
+}
+
 int main(void)
 {
 	test_no_cnp();
 	test_paced();
+	test_read_paced();
 	test_recovery();
 	test_refused();
 	return check_exit();
