@@ -13,7 +13,6 @@
 struct eng_cc;
 
 struct eng_cc_ops {
-	const char *name;
 	/* When the next packet may leave: at or before now means now. */
 	uint64_t (*send_at)(const struct eng_cc *cc);
 	/* A packet occupying `bytes` on the link left at now. */

@@ -62,7 +62,6 @@ static void destroy(struct eng_cc *cc)
 }
 
 static const struct eng_cc_ops dcqcn_ops = {
-    .name = "dcqcn",
     .send_at = send_at,
     .sent = sent,
     .cnp = cnp,

@@ -42,38 +42,34 @@ int dcqcn_params_check(const struct dcqcn_params *p)
 
 enum unit { U_RATE, U_TIME, U_BYTES, U_INT, U_FLAG };
 
-/* One settable field: its key, unit and place in struct dcqcn_params. */
+/* One settable field: its key, unit and place in struct dcqcn_params. The unit says the
+ * field's type: U_INT a uint32_t, U_FLAG a bool, the others a uint64_t. */
 struct param_key {
 	const char *key;
 	enum unit unit;
 	size_t off;
-	bool u32; /* a uint32_t field, else uint64_t (U_FLAG: bool) */
 };
 
-#define K64(k, f, u)                                                                               \
+#define KEY(k, f, u)                                                                               \
 	{                                                                                          \
-		k, u, offsetof(struct dcqcn_params, f), false                                      \
-	}
-#define K32(k, f, u)                                                                               \
-	{                                                                                          \
-		k, u, offsetof(struct dcqcn_params, f), true                                       \
+		k, u, offsetof(struct dcqcn_params, f)                                             \
 	}
 static const struct param_key param_keys[] = {
-    K64("line_rate", line_rate, U_RATE),
-    K64("min_rate", min_rate, U_RATE),
-    K64("first_cnp_rate", first_cnp_rate, U_RATE),
-    K64("ai_rate", ai_rate, U_RATE),
-    K64("hai_rate", hai_rate, U_RATE),
-    K64("time_reset", time_reset_ns, U_TIME),
-    K64("byte_reset", byte_reset, U_BYTES),
-    K64("alpha_period", alpha_period_ns, U_TIME),
-    K64("decrease_period", decrease_period_ns, U_TIME),
-    K32("threshold", threshold, U_INT),
-    K32("g", g, U_INT),
-    K32("initial_alpha", initial_alpha, U_INT),
-    K32("min_dec_pct", min_dec_pct, U_INT),
-    {"clamp_target", U_FLAG, offsetof(struct dcqcn_params, clamp_target), false},
-    {"clamp_after_time_inc", U_FLAG, offsetof(struct dcqcn_params, clamp_after_time_inc), false},
+    KEY("line_rate", line_rate, U_RATE),
+    KEY("min_rate", min_rate, U_RATE),
+    KEY("first_cnp_rate", first_cnp_rate, U_RATE),
+    KEY("ai_rate", ai_rate, U_RATE),
+    KEY("hai_rate", hai_rate, U_RATE),
+    KEY("time_reset", time_reset_ns, U_TIME),
+    KEY("byte_reset", byte_reset, U_BYTES),
+    KEY("alpha_period", alpha_period_ns, U_TIME),
+    KEY("decrease_period", decrease_period_ns, U_TIME),
+    KEY("threshold", threshold, U_INT),
+    KEY("g", g, U_INT),
+    KEY("initial_alpha", initial_alpha, U_INT),
+    KEY("min_dec_pct", min_dec_pct, U_INT),
+    KEY("clamp_target", clamp_target, U_FLAG),
+    KEY("clamp_after_time_inc", clamp_after_time_inc, U_FLAG),
 };
 
 struct suffix {
@@ -147,8 +143,7 @@ int dcqcn_params_parse(struct dcqcn_params *p, const char *spec, char *why, size
 		}
 		uint64_t v;
 		if (!parse_value(eq + 1, end, k->unit, &v) ||
-		    ((k->u32 || k->unit == U_INT) && v > UINT32_MAX) ||
-		    (k->unit == U_FLAG && v > 1)) {
+		    (k->unit == U_INT && v > UINT32_MAX) || (k->unit == U_FLAG && v > 1)) {
 			say(why, len, "bad value", t, end);
 			return -EINVAL;
 		}
@@ -156,7 +151,7 @@ int dcqcn_params_parse(struct dcqcn_params *p, const char *spec, char *why, size
 		if (k->unit == U_FLAG) {
 			bool b = v != 0;
 			memcpy(f, &b, sizeof(b));
-		} else if (k->u32) {
+		} else if (k->unit == U_INT) {
 			uint32_t w = (uint32_t)v;
 			memcpy(f, &w, sizeof(w));
 		} else {

@@ -321,6 +321,11 @@ void eng_qp_to_err(struct eng_qp *qp, enum ibv_event_type ev, bool raise);
 
 void eng_qp_event(struct eng_qp *qp, enum ibv_event_type ev);
 
+/* Congestion control (qp->cc set) counts a packet with `payload` bytes that left at now as
+ * what it occupies on an Ethernet link: the payload and 58 bytes of Ethernet .. ICRC. Out of
+ * line, off the path of QPs without it. */
+void eng_cc_sent(struct eng_qp *qp, uint32_t payload, uint64_t now);
+
 /* ---- rq.c ---- */
 /* The oldest posted receive WQE, or NULL if the queue is empty. */
 const struct eng_rwqe *eng_rq_peek(const struct eng_rq *rq);

@@ -250,14 +250,17 @@ __attribute__((noinline)) static bool resp_paced(struct eng_qp *qp, uint64_t now
 	return true;
 }
 
-/* A response left: read response data counts on the link as requests do (payload and 58
- * bytes of Ethernet .. ICRC). */
-__attribute__((noinline)) static void resp_sent(struct eng_qp *qp, const struct roce_pkt *out,
-						uint64_t now)
+__attribute__((noinline)) void eng_cc_sent(struct eng_qp *qp, uint32_t payload, uint64_t now)
 {
-	uint8_t op = out->bth.opcode & 0x1F;
-	if (op >= (ROCE_RC_READ_RESPONSE_FIRST & 0x1F) && op <= (ROCE_RC_READ_RESPONSE_ONLY & 0x1F))
-		qp->cc->ops->sent(qp->cc, out->payload_len + 58, now);
+	qp->cc->ops->sent(qp->cc, payload + 58, now);
+}
+
+/* A response left: read response data counts on the link as requests do. */
+static void resp_sent(struct eng_qp *qp, const struct roce_pkt *out, uint64_t now)
+{
+	const struct roce_opinfo *oi = roce_opinfo(out->bth.opcode);
+	if (oi && oi->kind == ROCE_KIND_READ_RESP)
+		eng_cc_sent(qp, out->payload_len, now);
 }
 
 /* ---- wake-up policy ---- */

@@ -93,13 +93,6 @@ static void fill_bth(struct eng_qp *qp, const struct eng_swqe *w, struct roce_pk
 	}
 }
 
-/* Congestion control counts what a request packet occupies on an Ethernet link: its payload and
- * 58 bytes of Ethernet .. ICRC. Out of line, off the path of QPs without it. */
-__attribute__((noinline)) static void cc_sent(struct eng_qp *qp, uint32_t nbytes, uint64_t now)
-{
-	qp->cc->ops->sent(qp->cc, nbytes + 58, now);
-}
-
 /* Accounts a built packet of `npsn` PSNs; `end` if it was the last of its WQE. */
 static void advance(struct eng_qp *qp, struct eng_swqe *w, uint32_t npsn, uint32_t nbytes, bool end,
 		    uint64_t now)
@@ -110,7 +103,7 @@ static void advance(struct eng_qp *qp, struct eng_swqe *w, uint32_t npsn, uint32
 	if (psn_cmp(qp->req.psn, qp->req.psn_hi) > 0)
 		qp->req.psn_hi = qp->req.psn;
 	if (qp->cc)
-		cc_sent(qp, nbytes, now);
+		eng_cc_sent(qp, nbytes, now);
 	if (end) {
 		qp->req.idx++;
 		qp->req.offset = 0;

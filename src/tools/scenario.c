@@ -218,8 +218,8 @@ static int reap(pid_t pid, uint64_t deadline)
 }
 
 /* The environment of a row's programs: ours, with the row's SOFTRDMA_ECN / SOFTRDMA_DCQCN and
- * SOFTRDMA_STATS=1 instead of any the caller had. The strings live in bufs. */
-static char **row_env(const struct sc *s, const struct row_def *d, char bufs[3][256])
+ * SOFTRDMA_STATS=1 instead of any the caller had. SOFTRDMA_DCQCN's string lives in buf. */
+static char **row_env(const struct sc *s, const struct row_def *d, char buf[256])
 {
 	extern char **environ;
 	size_t n = 0, k = 0;
@@ -239,10 +239,10 @@ static char **row_env(const struct sc *s, const struct row_def *d, char bufs[3][
 		env[k++] = "SOFTRDMA_ECN=1";
 		double f = REF_RATE / (double)s->rate; /* how much slower this link is */
 		if (s->dcqcn_defaults || f <= 1)
-			snprintf(bufs[0], 256, "SOFTRDMA_DCQCN=line_rate=%llu",
+			snprintf(buf, 256, "SOFTRDMA_DCQCN=line_rate=%llu",
 				 (unsigned long long)s->rate);
 		else /* ConnectX's defaults (dcqcn.c), every time and rate step scaled by f */
-			snprintf(bufs[0], 256,
+			snprintf(buf, 256,
 				 "SOFTRDMA_DCQCN=line_rate=%llu,min_rate=%llu,ai_rate=%llu,"
 				 "hai_rate=%llu,time_reset=%lluns,byte_reset=%llu,"
 				 "alpha_period=%lluns,decrease_period=%lluns",
@@ -252,7 +252,7 @@ static char **row_env(const struct sc *s, const struct row_def *d, char bufs[3][
 				 (unsigned long long)(300e3 * f),
 				 (unsigned long long)(32767.0 * 64 / f) + 1,
 				 (unsigned long long)(1e3 * f), (unsigned long long)(4e3 * f));
-		env[k++] = bufs[0];
+		env[k++] = buf;
 	}
 	env[k] = NULL;
 	return env;
@@ -452,8 +452,8 @@ static int run_row(struct sc *s, enum row_id id)
 		return -1;
 	}
 
-	char bufs[3][256];
-	char **env = row_env(s, d, bufs);
+	char dcqcn_env[256];
+	char **env = row_env(s, d, dcqcn_env);
 	if (!env) {
 		switch_net_destroy(net);
 		snprintf(r->why, sizeof(r->why), "out of memory");

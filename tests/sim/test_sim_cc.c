@@ -70,16 +70,12 @@ static void setup(bool cc, uint64_t line)
 	}
 }
 
-/* A 256 KiB WRITE from A to B, run to completion; checks the bytes and the completion. */
-static void write_all(void)
+/* Runs the simulator until A's completion (not until idle: a QP whose rate was cut keeps
+ * timers, its recovery, afterwards) and checks it. */
+static void run_to_completion(void)
 {
 	struct ibv_wc wc;
-	npkts = 0;
-	CHECK_EQ(sim_post_send(&s.node[SIM_A], qa, 7, IBV_WR_RDMA_WRITE, src, 0, LEN,
-			       sim_va(dst, 0), dst->key, IBV_SEND_SIGNALED),
-		 0);
 	int got = 0;
-	/* Until the completion: a QP whose rate was cut keeps timers (its recovery) afterwards. */
 	for (uint64_t end = s.now + 100000 * US; !got && s.now < end;) {
 		bool more = sim_step(&s);
 		got = sim_poll(&s.node[SIM_A], &wc, 1);
@@ -88,6 +84,16 @@ static void write_all(void)
 	}
 	CHECK_EQ(got, 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+/* A 256 KiB WRITE from A to B, run to completion; checks the bytes and the completion. */
+static void write_all(void)
+{
+	npkts = 0;
+	CHECK_EQ(sim_post_send(&s.node[SIM_A], qa, 7, IBV_WR_RDMA_WRITE, src, 0, LEN,
+			       sim_va(dst, 0), dst->key, IBV_SEND_SIGNALED),
+		 0);
+	run_to_completion();
 	CHECK_MEM(dst->host, src->host, LEN);
 	CHECK_EQ(npkts, LEN / PMTU);
 }
@@ -180,20 +186,11 @@ static void test_refused(void)
  * responses leave as without congestion control. */
 static void read_all(struct sim_mr *into, struct sim_mr *from)
 {
-	struct ibv_wc wc;
-	int got = 0;
 	nresp = 0;
 	CHECK_EQ(sim_post_send(&s.node[SIM_A], qa, 9, IBV_WR_RDMA_READ, into, 0, LEN,
 			       sim_va(from, 0), from->key, IBV_SEND_SIGNALED),
 		 0);
-	for (uint64_t end = s.now + 100000 * US; !got && s.now < end;) {
-		bool more = sim_step(&s);
-		got = sim_poll(&s.node[SIM_A], &wc, 1);
-		if (!more)
-			break;
-	}
-	CHECK_EQ(got, 1);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	run_to_completion();
 	CHECK_MEM(into->host, from->host, LEN);
 	CHECK_EQ(nresp, LEN / PMTU);
 }
