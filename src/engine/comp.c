@@ -15,6 +15,8 @@ void eng_comp_reset(struct eng_qp *qp)
 	qp->comp.rnr_deadline = UINT64_MAX;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
+	if (qp->sr)
+		eng_sr_req_reset(qp->sr);
 }
 
 void eng_comp_arm(struct eng_qp *qp, uint64_t now)
@@ -24,7 +26,13 @@ void eng_comp_arm(struct eng_qp *qp, uint64_t now)
 	if (qp->comp.ack_deadline != UINT64_MAX || qp->comp.rnr_deadline != UINT64_MAX ||
 	    qp->attr.timeout == 0 || psn_cmp(qp->comp.psn, qp->req.psn_hi) >= 0)
 		return;
-	t = roce_ack_timeout_ns(qp->attr.timeout);
+	if (!qp->sr) {
+		t = roce_ack_timeout_ns(qp->attr.timeout);
+	} else {
+		t = eng_sr_rto(qp);
+		if (!qp->comp.retrying)
+			eng_sr_armed(qp, now);
+	}
 	if (t)
 		qp->comp.ack_deadline = now + t;
 }
@@ -90,6 +98,8 @@ static void progress(struct eng_qp *qp, uint64_t now)
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	qp->comp.retrying = false;
 	qp->comp.ack_deadline = UINT64_MAX;
+	if (qp->sr)
+		eng_sr_progress(qp, now);
 	if (psn_cmp(qp->req.psn, qp->comp.psn) < 0)
 		eng_req_rewind(qp);
 	eng_comp_arm(qp, now);
@@ -141,12 +151,12 @@ static bool ack_upto(struct eng_qp *qp, uint32_t upto, uint64_t now)
  * not restarted by more NAKs, only by the timer (spec 5.5). */
 static bool retry(struct eng_qp *qp, uint64_t now, bool timeout)
 {
-	(void)now;
 	if (!timeout && qp->comp.retrying)
 		return false;
 	if (qp->comp.rnr_deadline != UINT64_MAX)
 		return false; /* the RNR wait ends in a go-back-N anyway */
-	if (qp->attr.retry_cnt != ENG_RETRY_INFINITE) {
+	if (qp->attr.retry_cnt != ENG_RETRY_INFINITE &&
+	    !(timeout && qp->sr && !eng_sr_expiry_counts(qp, now))) {
 		if (qp->comp.retry_left == 0) {
 			fail_head(qp, IBV_WC_RETRY_EXC_ERR);
 			return false;
@@ -155,6 +165,9 @@ static bool retry(struct eng_qp *qp, uint64_t now, bool timeout)
 	}
 	qp->comp.retrying = true;
 	qp->comp.ack_deadline = UINT64_MAX; /* restarted by the first resent packet */
+	/* Selective repeat sends its holes again instead, where it has any (sr.h). */
+	if (timeout && qp->sr && eng_sr_timeout(qp))
+		return true;
 	eng_req_rewind(qp);
 	return true;
 }
@@ -215,6 +228,34 @@ static void on_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 		ENG_INC(qp, drop_unexpected_ack);
 		return;
 	}
+}
+
+/* Selective repeat's NAK (sr.h): everything before its PSN arrived, and the bitmap says
+ * what arrived after. A QP without selective repeat takes it as the NAK PSN sequence error
+ * it is (go-back-N). */
+static void on_sack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
+{
+	bool lost;
+
+	if (pkt->payload_len != ENG_SR_SACK_BYTES ||
+	    pkt->aeth.syndrome != eng_nak_syndrome(ENG_ERR_PSN_SEQ)) {
+		ENG_INC(qp, drop_bad_length);
+		return;
+	}
+	ENG_INC(qp, rx_packets);
+	ENG_INC(qp, sr_sacks_rcvd);
+	lost = ack_upto(qp, pkt->bth.psn, now);
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	if (lost) {
+		implicit_nak(qp, now);
+		return;
+	}
+	if (!qp->sr) {
+		retry(qp, now, false);
+		return;
+	}
+	eng_sr_sacked(qp, pkt->bth.psn, pkt->payload);
 }
 
 /* Scatters `len` bytes into a WQE's local buffers at `offset`, all pieces checked first. */
@@ -362,6 +403,9 @@ void eng_comp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struc
 	switch (oi->kind) {
 	case ROCE_KIND_ACK:
 		on_ack(qp, pkt, now);
+		break;
+	case ROCE_KIND_SACK:
+		on_sack(qp, pkt, now);
 		break;
 	case ROCE_KIND_ATOMIC_ACK:
 		on_atomic_ack(qp, pkt, now);

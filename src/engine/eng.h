@@ -208,6 +208,12 @@ void eng_qp_cnp(struct eng_qp *qp, uint64_t now_ns);
 /* The QP's current rate in bit/s (its line rate when nothing slowed it), 0 without congestion
  * control. */
 uint64_t eng_qp_cc_rate(const struct eng_qp *qp);
+/* Loss recovery by selective repeat instead of go-back-N (issue 13 step 3): only between two
+ * softrdma QPs that agreed to it (ECE, through rdma_cm or ibv_query_ece / ibv_set_ece), since
+ * it sends SACKs a standard peer does not know. RC only; any state, takes effect at once.
+ * on = false: go-back-N, as IBA. 0, -EINVAL (not RC) or -ENOMEM. */
+int eng_qp_set_sr(struct eng_qp *qp, bool on);
+bool eng_qp_sr(const struct eng_qp *qp);
 /* The peer's QP number (RC, UC, XRC; 0 until RTR). */
 uint32_t eng_qp_dest_num(const struct eng_qp *qp);
 
@@ -329,7 +335,11 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
 	X(local_op_errors, "BIND_MW / LOCAL_INV refused: completed in error, QP to ERR")           \
 	X(cc_cnps, "CNPs received (congestion control on: eng_qp_set_cc)")                         \
 	X(cc_cuts, "rate decreases made for CNPs")                                                 \
-	X(cc_held, "times a request waited for the paced rate")
+	X(cc_held, "times a request waited for the paced rate")                                    \
+	X(sr_held, "requests kept out of order (selective repeat)")                                \
+	X(sr_sacks_sent, "SACKs sent (selective repeat)")                                          \
+	X(sr_sacks_rcvd, "SACKs received (selective repeat)")                                      \
+	X(sr_resent, "requests sent again for a SACK's hole (selective repeat)")
 
 enum eng_counter {
 #define ENG_COUNTER_ENUM(name, desc) ENG_CNT_##name,

@@ -19,6 +19,7 @@
 
 #include "engine/eng.h"
 #include "engine/cc.h"
+#include "engine/sr.h"
 #include "util/psn.h"
 
 /* rxe RXE_MAX_UNACKED_PSNS: the requester stops while req.psn is this far past the oldest
@@ -133,7 +134,8 @@ struct eng_res {
 };
 
 /* One entry of the responder's output queue. */
-enum eng_job_type { ENG_JOB_ACK, ENG_JOB_ATOMIC_ACK, ENG_JOB_READ };
+/* ENG_JOB_SACK: selective repeat's NAK (sr.h), its bitmap taken when it leaves. */
+enum eng_job_type { ENG_JOB_ACK, ENG_JOB_ATOMIC_ACK, ENG_JOB_READ, ENG_JOB_SACK };
 struct eng_job {
 	uint8_t type;
 	uint8_t syndrome; /* ACK: AETH syndrome (ACK, RNR NAK or NAK) */
@@ -166,6 +168,8 @@ struct eng_qp {
 	uint32_t tx_ref;
 	/* Congestion control (eng_qp_set_cc): the QP's policy (cc.h), NULL for none. */
 	struct eng_cc *cc;
+	/* Selective repeat (eng_qp_set_sr, sr.h), NULL for go-back-N. */
+	struct eng_sr *sr;
 
 	struct eng_rq own_rq;
 	struct eng_rq *rq; /* &own_rq or init.srq */

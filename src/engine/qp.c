@@ -401,6 +401,7 @@ void eng_qp_destroy(struct eng_qp *qp)
 	free(qp->respq);
 	if (qp->cc)
 		qp->cc->ops->destroy(qp->cc);
+	eng_sr_destroy(qp->sr);
 	free(qp);
 }
 
@@ -430,6 +431,31 @@ void eng_qp_cnp(struct eng_qp *qp, uint64_t now_ns)
 	qp->cc->ops->cnp(qp->cc, now_ns);
 	qp->counters[ENG_CNT_cc_cuts] += qp->cc->ops->cuts(qp->cc) - cuts;
 	kick(qp, old);
+}
+
+int eng_qp_set_sr(struct eng_qp *qp, bool on)
+{
+	if (qp->init.type != IBV_QPT_RC)
+		return -EINVAL;
+	if (on == (qp->sr != NULL))
+		return 0;
+	uint64_t old = eng_qp_deadline(qp);
+	if (on) {
+		int r = eng_sr_create(&qp->sr);
+		if (r < 0)
+			return r;
+	} else {
+		/* What the responder keeps is dropped: the peer sends it again. */
+		eng_sr_destroy(qp->sr);
+		qp->sr = NULL;
+	}
+	kick(qp, old);
+	return 0;
+}
+
+bool eng_qp_sr(const struct eng_qp *qp)
+{
+	return qp->sr != NULL;
 }
 
 uint64_t eng_qp_cc_rate(const struct eng_qp *qp)
@@ -738,6 +764,7 @@ void eng_qp_input_net(struct eng_qp *qp, const struct roce_pkt *pkt, const uint8
 		break;
 	case ROCE_KIND_READ_RESP:
 	case ROCE_KIND_ACK:
+	case ROCE_KIND_SACK:
 	case ROCE_KIND_ATOMIC_ACK:
 		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
 		    qp->state != IBV_QPS_SQE) {

@@ -50,7 +50,16 @@ static bool may_send(struct eng_qp *qp, const struct eng_swqe *w)
 	return true;
 }
 
-bool eng_req_ready(struct eng_qp *qp)
+/* Selective repeat (sr.h) has a hole to send again. Out of line: go-back-N QPs never ask. */
+__attribute__((noinline)) static bool sr_hole(struct eng_qp *qp)
+{
+	uint32_t idx, psn;
+
+	return eng_sr_hole(qp, &idx, &psn);
+}
+
+/* The pass has a packet to send now. */
+static bool pass_ready(struct eng_qp *qp)
 {
 	const struct eng_swqe *w;
 
@@ -62,6 +71,14 @@ bool eng_req_ready(struct eng_qp *qp)
 	if (w->state == ENG_SWQE_ERROR)
 		return false;
 	return may_send(qp, w);
+}
+
+bool eng_req_ready(struct eng_qp *qp)
+{
+	if (qp->sr && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
+	    qp->comp.rnr_deadline == UINT64_MAX && sr_hole(qp))
+		return true;
+	return pass_ready(qp);
 }
 
 /* A local failure (bad lkey, ORD 0): the WQE completes in order with `status` and the QP goes
@@ -279,19 +296,48 @@ static void skip_ud_too_long(struct eng_qp *qp, struct eng_swqe *w)
 	advance(qp, w, 1, 0, true, 0);
 }
 
-int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf,
-		   uint32_t *ah)
+/* Sends the request packet with PSN `psn` of WQE `idx` again, out of the pass (selective
+ * repeat's hole): the pass's position is put back afterwards. It asks for an ACK, so that
+ * the peer says at once whether it filled the hole. */
+static int resend(struct eng_qp *qp, uint32_t idx, uint32_t psn, struct roce_pkt *out, uint8_t *buf,
+		  uint64_t now)
+{
+	struct eng_swqe *w = eng_swqe_at(qp, idx);
+	uint32_t k_idx = qp->req.idx, k_off = qp->req.offset, k_psn = qp->req.psn;
+	uint32_t k_noack = qp->req.noack, k_rd = qp->req.rd_out;
+	int n;
+
+	qp->req.idx = idx;
+	qp->req.psn = psn;
+	if (eng_ops[w->op].rd_atomic) {
+		qp->req.offset = 0;
+		n = build_rd_atomic(qp, w, out, now);
+	} else {
+		qp->req.offset = (uint32_t)psn_cmp(psn, w->first_psn) * qp->attr.pmtu;
+		n = build_data(qp, w, out, buf, now);
+	}
+	qp->req.idx = k_idx;
+	qp->req.offset = k_off;
+	qp->req.psn = k_psn;
+	qp->req.noack = k_noack;
+	qp->req.rd_out = k_rd;
+	if (n > 0) {
+		out->bth.ackreq = true;
+		ENG_INC(qp, sr_resent);
+		eng_sr_resent(qp, psn);
+	}
+	return n;
+}
+
+/* The packets of a pass, as eng_req_output sends them. */
+static int req_next(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf,
+		    uint32_t *ah)
 {
 	struct eng_swqe *w;
 
 	*ah = 0;
-	if (qp->cc && qp->cc->ops->send_at(qp->cc) > now) {
-		/* Paced (congestion control): the QP's deadline includes the time it may go. */
-		ENG_INC(qp, cc_held);
-		return 0;
-	}
 	for (;;) {
-		if (!eng_req_ready(qp))
+		if (!pass_ready(qp))
 			return 0;
 		w = eng_swqe_at(qp, qp->req.idx);
 		if (eng_ops[w->op].local) {
@@ -318,9 +364,33 @@ int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_
 	return build_data(qp, w, out, buf, now);
 }
 
+int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_t *buf,
+		   uint32_t *ah)
+{
+	*ah = 0;
+	if (qp->cc && qp->cc->ops->send_at(qp->cc) > now) {
+		/* Paced (congestion control): the QP's deadline includes the time it may go. */
+		ENG_INC(qp, cc_held);
+		return 0;
+	}
+	if (!qp->sr)
+		return req_next(qp, now, out, buf, ah);
+
+	uint32_t idx, psn, hi = qp->req.psn_hi;
+	if (qp->comp.rnr_deadline == UINT64_MAX && eng_sr_hole(qp, &idx, &psn))
+		return resend(qp, idx, psn, out, buf, now);
+	int n = req_next(qp, now, out, buf, ah);
+	if (n > 0)
+		eng_sr_sent(qp, out->bth.psn, out->bth.ackreq, psn_cmp(out->bth.psn, hi) >= 0, now);
+	return n;
+}
+
 void eng_req_rewind(struct eng_qp *qp)
 {
 	struct eng_swqe *w;
+
+	if (qp->sr)
+		eng_sr_rewound(qp);
 
 	qp->req.idx = qp->sq_head;
 	qp->req.psn = qp->comp.psn;

@@ -20,6 +20,8 @@ void eng_resp_reset(struct eng_qp *qp)
 	qp->resp.nres = nres;
 	if (qp->res_cap)
 		memset(qp->res, 0, qp->res_cap * sizeof(*qp->res));
+	if (qp->sr)
+		eng_sr_resp_reset(qp->sr);
 }
 
 bool eng_resp_pending(const struct eng_qp *qp)
@@ -657,6 +659,53 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 		enqueue_ack(qp, SYND_ACK, psn);
 }
 
+/* ---- selective repeat (sr.h) ---- */
+
+/* A request `diff` PSNs ahead of the expected one: kept, and a SACK queued (one waiting for
+ * the same PSN covers it: its bitmap is taken when it leaves). */
+static void ahead(struct eng_qp *qp, const struct roce_pkt *pkt, uint32_t diff)
+{
+	const struct eng_job *t = q_tail_job(qp);
+
+	if (eng_sr_hold(qp, pkt, diff))
+		ENG_INC(qp, sr_held);
+	else
+		ENG_INC(qp, drop_psn_gap);
+	if (t && t->type == ENG_JOB_SACK && t->psn == qp->resp.psn)
+		return;
+	if (!q_room(qp))
+		return;
+	struct eng_job *j = q_push(qp);
+	j->type = ENG_JOB_SACK;
+	j->syndrome = eng_nak_syndrome(ENG_ERR_PSN_SEQ);
+	j->psn = qp->resp.psn;
+}
+
+/* The expected request arrived: the kept ones that follow it are taken in PSN order, each
+ * through every check as if it arrived now. One that is not taken (no receive WQE, a full
+ * response queue, an error) stops it and stays kept: the peer sends it again. The last
+ * SEND / WRITE taken is acknowledged, since the requester waits for it. */
+static void take_held(struct eng_qp *qp)
+{
+	const struct roce_pkt *p;
+	uint32_t ack_psn = 0;
+	bool ack = false;
+
+	while (qp->state != IBV_QPS_ERR && (p = eng_sr_held(qp, qp->resp.psn))) {
+		const struct roce_opinfo *oi = roce_opinfo(p->bth.opcode);
+		uint32_t psn = qp->resp.psn;
+
+		in_sequence(qp, oi, p);
+		if (qp->resp.psn == psn)
+			break;
+		ack = oi->kind == ROCE_KIND_SEND || oi->kind == ROCE_KIND_WRITE;
+		ack_psn = psn;
+	}
+	eng_sr_release_below(qp, qp->resp.psn);
+	if (ack && qp->state != IBV_QPS_ERR && ack_room(qp))
+		enqueue_ack(qp, SYND_ACK, ack_psn);
+}
+
 void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt)
 {
 	int32_t diff;
@@ -672,6 +721,10 @@ void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struc
 		return;
 	}
 	if (diff > 0) {
+		if (qp->sr) {
+			ahead(qp, pkt, (uint32_t)diff);
+			return;
+		}
 		/* A gap: NAK PSN sequence error with the expected PSN, once per gap (spec 5.4);
 		 * the packet is dropped. */
 		ENG_INC(qp, drop_psn_gap);
@@ -683,6 +736,8 @@ void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struc
 		return;
 	}
 	in_sequence(qp, oi, pkt);
+	if (qp->sr && eng_sr_holding(qp))
+		take_held(qp);
 }
 
 /* ---- output ---- */
@@ -750,6 +805,20 @@ int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf)
 			out->bth.psn = j->psn;
 			out->aeth.syndrome = j->syndrome;
 			out->aeth.msn = j->msn;
+			qp->resp.q_head++;
+			return 1;
+		case ENG_JOB_SACK:
+			out->bth.opcode = ROCE_SR_SACK;
+			out->bth.psn = j->psn;
+			out->aeth.syndrome = j->syndrome;
+			out->aeth.msn = j->msn;
+			if (qp->sr)
+				eng_sr_sack_bits(qp, j->psn, buf);
+			else
+				memset(buf, 0, ENG_SR_SACK_BYTES);
+			out->payload = buf;
+			out->payload_len = ENG_SR_SACK_BYTES;
+			ENG_INC(qp, sr_sacks_sent);
 			qp->resp.q_head++;
 			return 1;
 		case ENG_JOB_ATOMIC_ACK:

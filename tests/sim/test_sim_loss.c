@@ -3,7 +3,8 @@
  * duplication and two reorderings of every packet, in either direction (requests, ACKs, read
  * responses, NAKs and retransmissions alike, counted by position on the link). Every run
  * must end with the data exact, every WR completed exactly once, in order, successfully, and
- * atomics executed exactly once. */
+ * atomics executed exactly once. Everything runs twice: with go-back-N, and with selective
+ * repeat on both QPs (engine/sr.h), where held requests and SACKs are in play. */
 #include "check.h"
 #include "sim.h"
 
@@ -24,6 +25,7 @@ static struct eng_qp *qa, *qb;
 static struct sim_mr *a_src, *a_dst, *b_src, *b_dst;
 static int failures_before;
 static uint64_t runs;
+static bool sr; /* selective repeat on both QPs */
 
 static void setup(void)
 {
@@ -37,6 +39,10 @@ static void setup(void)
 	cfg.timeout = 8;      /* ~1 ms */
 	cfg.psn_a = 0xFFFFFE; /* wraps inside the workload */
 	sim_connect(&s, &cfg, &qa, &qb);
+	if (sr) {
+		REQUIRE(eng_qp_set_sr(qa, true) == 0);
+		REQUIRE(eng_qp_set_sr(qb, true) == 0);
+	}
 	a_src = sim_mr_reg(&s.node[SIM_A], 1, 16384, acc);
 	a_dst = sim_mr_reg(&s.node[SIM_A], 1, 16384, acc);
 	b_src = sim_mr_reg(&s.node[SIM_B], 1, 16384, acc);
@@ -198,7 +204,8 @@ static void run(enum workload w, const struct sim_rule *rules, int nrules, uint6
 	verify(w);
 	runs++;
 	if (check_failures != failures_before) {
-		fprintf(stderr, "  ^ workload %s with faults:", wl_names[w]);
+		fprintf(stderr, "  ^ workload %s (%s) with faults:", wl_names[w],
+			sr ? "selective repeat" : "go-back-N");
 		for (int i = 0; i < nrules; i++)
 			fprintf(stderr, " [%s #%" PRIu64 " action %d delay %" PRIu64 "]",
 				rules[i].dir == SIM_AB ? "A->B" : "B->A", rules[i].index,
@@ -245,13 +252,18 @@ static void exhaustive(enum workload w)
 		}
 	}
 	fprintf(stderr,
-		"%s: %d positions (%" PRIu64 " + %" PRIu64 " packets clean), %" PRIu64 " runs\n",
-		wl_names[w], np, base[0], base[1], runs - before);
+		"%s, %s: %d positions (%" PRIu64 " + %" PRIu64 " packets clean), %" PRIu64
+		" runs\n",
+		wl_names[w], sr ? "selective repeat" : "go-back-N", np, base[0], base[1],
+		runs - before);
 }
 
 int main(void)
 {
-	for (int w = 0; w < W__COUNT; w++)
-		exhaustive((enum workload)w);
+	for (int pass = 0; pass < 2; pass++) {
+		sr = pass == 1;
+		for (int w = 0; w < W__COUNT; w++)
+			exhaustive((enum workload)w);
+	}
 	return check_exit();
 }

@@ -1,8 +1,9 @@
 /* Seeded random faults over thousands of mixed messages, in both directions of one
  * connection at once: drop, duplication, reordering, jitter, late receives (RNR). After each
  * batch every destination byte, every completion (exactly once, in order, right opcode,
- * byte_len, wr_id, imm) and every atomic result is checked against a model. Replay a failure
- * with SOFTRDMA_SEED=<seed>. */
+ * byte_len, wr_id, imm) and every atomic result is checked against a model. Every scenario
+ * runs with go-back-N and again with selective repeat on both QPs (engine/sr.h). Replay a
+ * failure with SOFTRDMA_SEED=<seed>. */
 #include "check.h"
 #include "sim.h"
 
@@ -40,6 +41,7 @@ struct side {
 static struct sim s;
 static struct side side[2];
 static uint64_t batch_no;
+static bool sr; /* selective repeat on both QPs */
 
 static enum ibv_wr_opcode wr_opcode(enum kind k)
 {
@@ -309,6 +311,10 @@ static void scenario(const char *name, uint64_t seed, uint32_t pmtu, uint32_t dr
 	cfg.max_send_wr = BATCH;
 	cfg.max_recv_wr = BATCH;
 	sim_connect(&s, &cfg, &q[0], &q[1]);
+	if (sr) {
+		REQUIRE(eng_qp_set_sr(q[0], true) == 0);
+		REQUIRE(eng_qp_set_sr(q[1], true) == 0);
+	}
 	for (int d = 0; d < 2; d++) {
 		s.link[d].drop_ppm = drop_ppm;
 		s.link[d].dup_ppm = dup_ppm;
@@ -355,17 +361,18 @@ static void scenario(const char *name, uint64_t seed, uint32_t pmtu, uint32_t dr
 		CHECK_EQ(eng_qp_state(q[0]), IBV_QPS_RTS);
 		CHECK_EQ(eng_qp_state(q[1]), IBV_QPS_RTS);
 		if (check_failures != fails) {
-			fprintf(stderr, "%s: FAILED in batch %d with seed %" PRIu64 "\n", name, b,
-				seed);
+			fprintf(stderr, "%s%s: FAILED in batch %d with seed %" PRIu64 "\n", name,
+				sr ? " (selective repeat)" : "", b, seed);
 			break;
 		}
 	}
 	fprintf(stderr,
-		"%s: seed %" PRIu64 ", %" PRIu64 " messages, %" PRIu64 "/%" PRIu64
+		"%s%s: seed %" PRIu64 ", %" PRIu64 " messages, %" PRIu64 "/%" PRIu64
 		" packets, dropped %" PRIu64 "/%" PRIu64 ", retransmits %" PRIu64 "/%" PRIu64
 		", timeouts %" PRIu64 "/%" PRIu64 ", rnr %" PRIu64 "/%" PRIu64 ", virtual %.3f s\n",
-		name, seed, side[0].sent + side[1].sent, s.stats.entered[0], s.stats.entered[1],
-		s.stats.dropped[0], s.stats.dropped[1], eng_qp_counters(q[0])[ENG_CNT_retransmits],
+		name, sr ? " (selective repeat)" : "", seed, side[0].sent + side[1].sent,
+		s.stats.entered[0], s.stats.entered[1], s.stats.dropped[0], s.stats.dropped[1],
+		eng_qp_counters(q[0])[ENG_CNT_retransmits],
 		eng_qp_counters(q[1])[ENG_CNT_retransmits],
 		eng_qp_counters(q[0])[ENG_CNT_ack_timeouts],
 		eng_qp_counters(q[1])[ENG_CNT_ack_timeouts],
@@ -382,8 +389,11 @@ int main(void)
 		scenario("clean+jitter", seed + 2, 4096, 0, 0, 0, 3000, 16);
 		return check_exit();
 	}
-	scenario("loss 1%", seed, 1024, 10000, 5000, 10000, 0, 128);
-	scenario("loss 10%", seed + 1, 512, 100000, 20000, 50000, 300, 128);
-	scenario("clean+jitter", seed + 2, 4096, 0, 0, 0, 3000, 16);
+	for (int pass = 0; pass < 2; pass++) {
+		sr = pass == 1;
+		scenario("loss 1%", seed, 1024, 10000, 5000, 10000, 0, 128);
+		scenario("loss 10%", seed + 1, 512, 100000, 20000, 50000, 300, 128);
+		scenario("clean+jitter", seed + 2, 4096, 0, 0, 0, 3000, 16);
+	}
 	return check_exit();
 }

@@ -97,6 +97,10 @@ static const struct roce_opinfo optab[256] = {
 		  .hdrs = 0,
 		  .hdr_len = ROCE_BTH_LEN + 16,
 		  .payload = false},
+    /* softrdma's SACK (engine/sr.h): an RC NAK PSN sequence error (AETH) whose payload is
+     * the bitmap of the PSNs the responder holds. It belongs to RC QPs, whatever its opcode
+     * bits say (they name no transport in the manufacturer-specific range). */
+    OP(ROCE_SR_SACK, "softrdma RC SACK", ROCE_TR_RC, ROCE_KIND_SACK, O, AE, true),
 };
 
 const struct roce_opinfo *roce_opinfo(uint8_t opcode)

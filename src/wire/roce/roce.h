@@ -70,6 +70,9 @@ enum roce_opcode {
 	ROCE_UD_SEND_ONLY = 0x64,
 	ROCE_UD_SEND_ONLY_IMM = 0x65,
 	ROCE_CNP = 0x81,
+	/* softrdma's SACK for selective repeat (engine/sr.h): from the manufacturer-specific
+	 * range (IBA 9.2: 0xC0..0xFF), only ever sent to a softrdma QP that agreed to it. */
+	ROCE_SR_SACK = 0xC0,
 	ROCE_OP_XRC = 0xA0, /* XRC opcode = RC opcode | ROCE_OP_XRC */
 	ROCE_XRC_SEND_ONLY = 0xA4,
 	ROCE_XRC_ACK = 0xB1,
@@ -109,6 +112,7 @@ enum roce_kind {
 	ROCE_KIND_ATOMIC,
 	ROCE_KIND_ATOMIC_ACK,
 	ROCE_KIND_CNP,
+	ROCE_KIND_SACK, /* ROCE_SR_SACK */
 };
 
 /* QP transport the opcode belongs to (BTH opcode bits 7..5). */

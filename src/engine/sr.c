@@ -1,0 +1,402 @@
+/* Selective repeat (sr.h): the responder's kept requests, the requester's scoreboard and the
+ * round-trip estimate behind the RTO. */
+#include "engine/sr.h"
+
+#include <stdlib.h>
+
+#include "engine/eng_int.h"
+
+/* One kept request: the decoded packet, its payload copied to `data`. */
+struct sr_slot {
+	bool used;
+	uint32_t psn;
+	struct roce_pkt pkt;
+	uint8_t *data;
+};
+
+struct eng_sr {
+	/* Responder: ENG_SR_WINDOW slots by PSN modulo the window, and their payload room
+	 * (cap bytes each), allocated at the first request kept. */
+	struct sr_slot *slot;
+	uint8_t *room;
+	uint32_t cap;
+	uint32_t held;
+
+	/* Requester: the newest SACK's cumulative PSN and bitmap; sack_high is one past the
+	 * highest PSN it says arrived (the scoreboard is empty when sack_on is false). */
+	bool sack_on;
+	uint32_t sack_base;
+	uint32_t sack_high;
+	uint8_t sack[ENG_SR_SACK_BYTES];
+	/* Holes before rtx were sent again in this episode; a timeout starts over. */
+	uint32_t rtx;
+	bool rtx_timeout; /* the last expiry resent holes: the next one goes back N */
+	/* An expiry with nothing on the scoreboard sends the newest request again as a probe
+	 * (a tail loss leaves nothing behind it to show the gap): it fills the hole, or the
+	 * peer keeps it and answers with a SACK that shows the others. */
+	bool probe_on;
+	uint32_t probe_psn, probe_idx;
+
+	/* Round trip: one timed request at a time (Karn: never a resent one). */
+	bool timing;
+	uint32_t t_psn;
+	uint64_t t_sent;
+	uint64_t srtt, rttvar; /* ns; srtt 0: no sample yet */
+	uint32_t backoff;      /* expiries in a row */
+	/* The retry budget: since quiet_since (the timer armed, or progress) `counted` expiries
+	 * were charged to retry_cnt, one per IB timeout elapsed (eng_sr_expiry_counts). */
+	uint64_t quiet_since;
+	uint32_t counted;
+};
+
+int eng_sr_create(struct eng_sr **out)
+{
+	struct eng_sr *sr = calloc(1, sizeof(*sr));
+
+	if (!sr)
+		return -ENOMEM;
+	*out = sr;
+	return 0;
+}
+
+void eng_sr_destroy(struct eng_sr *sr)
+{
+	if (!sr)
+		return;
+	free(sr->slot);
+	free(sr->room);
+	free(sr);
+}
+
+void eng_sr_resp_reset(struct eng_sr *sr)
+{
+	if (sr->slot)
+		for (uint32_t i = 0; i < ENG_SR_WINDOW; i++)
+			sr->slot[i].used = false;
+	sr->held = 0;
+}
+
+void eng_sr_req_reset(struct eng_sr *sr)
+{
+	sr->sack_on = false;
+	sr->rtx_timeout = false;
+	sr->probe_on = false;
+	sr->timing = false;
+	sr->srtt = sr->rttvar = 0;
+	sr->backoff = 0;
+}
+
+/* ---- responder ---- */
+
+static int room_fit(struct eng_sr *sr, uint32_t pmtu)
+{
+	if (sr->slot && sr->cap >= pmtu)
+		return 0;
+	if (sr->held)
+		return -EBUSY; /* the MTU grew while requests are kept: not now */
+	struct sr_slot *slot = calloc(ENG_SR_WINDOW, sizeof(*slot));
+	uint8_t *room = malloc((size_t)ENG_SR_WINDOW * pmtu);
+	if (!slot || !room) {
+		free(slot);
+		free(room);
+		return -ENOMEM;
+	}
+	free(sr->slot);
+	free(sr->room);
+	sr->slot = slot;
+	sr->room = room;
+	sr->cap = pmtu;
+	for (uint32_t i = 0; i < ENG_SR_WINDOW; i++)
+		slot[i].data = room + (size_t)i * pmtu;
+	return 0;
+}
+
+bool eng_sr_hold(struct eng_qp *qp, const struct roce_pkt *pkt, uint32_t ahead)
+{
+	struct eng_sr *sr = qp->sr;
+
+	if (ahead == 0 || ahead >= ENG_SR_WINDOW || pkt->payload_len > qp->attr.pmtu ||
+	    room_fit(sr, qp->attr.pmtu) < 0)
+		return false;
+	struct sr_slot *s = &sr->slot[pkt->bth.psn % ENG_SR_WINDOW];
+	if (s->used && s->psn == pkt->bth.psn)
+		return true; /* a copy of one kept: the first stays */
+	if (!s->used)
+		sr->held++;
+	s->used = true;
+	s->psn = pkt->bth.psn;
+	s->pkt = *pkt;
+	if (pkt->payload_len)
+		memcpy(s->data, pkt->payload, pkt->payload_len);
+	s->pkt.payload = s->data;
+	return true;
+}
+
+const struct roce_pkt *eng_sr_held(struct eng_qp *qp, uint32_t psn)
+{
+	struct eng_sr *sr = qp->sr;
+
+	if (!sr->held)
+		return NULL;
+	struct sr_slot *s = &sr->slot[psn % ENG_SR_WINDOW];
+	return s->used && s->psn == psn ? &s->pkt : NULL;
+}
+
+void eng_sr_release_below(struct eng_qp *qp, uint32_t psn)
+{
+	struct eng_sr *sr = qp->sr;
+
+	for (uint32_t i = 0; sr->held && i < ENG_SR_WINDOW; i++) {
+		struct sr_slot *s = &sr->slot[i];
+		if (s->used && psn_cmp(s->psn, psn) < 0) {
+			s->used = false;
+			sr->held--;
+		}
+	}
+}
+
+bool eng_sr_holding(const struct eng_qp *qp)
+{
+	return qp->sr->held != 0;
+}
+
+void eng_sr_sack_bits(const struct eng_qp *qp, uint32_t base, uint8_t bits[ENG_SR_SACK_BYTES])
+{
+	const struct eng_sr *sr = qp->sr;
+
+	memset(bits, 0, ENG_SR_SACK_BYTES);
+	for (uint32_t i = 0; i < ENG_SR_WINDOW; i++) {
+		uint32_t psn = psn_add(base, i);
+		bool got = psn_cmp(psn, qp->resp.psn) < 0;
+		if (!got && sr->held) {
+			const struct sr_slot *s = &sr->slot[psn % ENG_SR_WINDOW];
+			got = s->used && s->psn == psn;
+		}
+		if (got)
+			bits[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+}
+
+/* ---- requester ---- */
+
+static bool sacked(const struct eng_sr *sr, uint32_t psn)
+{
+	int32_t d = psn_cmp(psn, sr->sack_base);
+
+	if (d < 0)
+		return true; /* below the cumulative PSN: arrived */
+	if (d >= ENG_SR_WINDOW)
+		return false;
+	return sr->sack[d / 8] & (1u << (d % 8));
+}
+
+void eng_sr_sacked(struct eng_qp *qp, uint32_t base, const uint8_t bits[ENG_SR_SACK_BYTES])
+{
+	struct eng_sr *sr = qp->sr;
+	int32_t d = sr->sack_on ? psn_cmp(base, sr->sack_base) : 1;
+	int top = -1;
+
+	if (d < 0)
+		return; /* older than the one we have */
+	for (int i = 0; i < ENG_SR_SACK_BYTES; i++)
+		sr->sack[i] = d == 0 ? (uint8_t)(sr->sack[i] | bits[i]) : bits[i];
+	sr->sack_base = base;
+	for (int i = ENG_SR_WINDOW - 1; i >= 0; i--)
+		if (sr->sack[i / 8] & (1u << (i % 8))) {
+			top = i;
+			break;
+		}
+	/* Only PSNs this side sent can be holes. */
+	sr->sack_high = psn_add(base, (uint32_t)(top + 1));
+	if (psn_cmp(sr->sack_high, qp->req.psn_hi) > 0)
+		sr->sack_high = qp->req.psn_hi;
+	sr->sack_on = top >= 0;
+	if (sr->sack_on && psn_cmp(sr->rtx, qp->comp.psn) < 0)
+		sr->rtx = qp->comp.psn;
+}
+
+bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
+{
+	struct eng_sr *sr = qp->sr;
+
+	if (sr->probe_on) {
+		*idx = sr->probe_idx;
+		*psn = sr->probe_psn;
+		return true;
+	}
+	if (!sr->sack_on)
+		return false;
+	uint32_t from = psn_cmp(sr->rtx, qp->comp.psn) < 0 ? qp->comp.psn : sr->rtx;
+	/* Below req.psn only: a go-back-N pass resends the rest itself. */
+	uint32_t to = psn_cmp(qp->req.psn, sr->sack_high) < 0 ? qp->req.psn : sr->sack_high;
+	if (psn_cmp(from, to) >= 0)
+		return false;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		const struct eng_swqe *w = eng_swqe_at(qp, i);
+
+		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
+			continue;
+		if (w->state != ENG_SWQE_ACTIVE || psn_cmp(w->first_psn, to) >= 0)
+			break;
+		if (psn_cmp(w->last_psn, from) < 0)
+			continue;
+		/* A READ or ATOMIC is one request packet, at its first PSN. */
+		uint32_t last = eng_ops[w->op].rd_atomic ? w->first_psn : w->last_psn;
+		uint32_t p = psn_cmp(w->first_psn, from) < 0 ? from : w->first_psn;
+		for (; psn_cmp(p, last) <= 0 && psn_cmp(p, to) < 0; p = psn_add(p, 1)) {
+			if (!sacked(sr, p)) {
+				*idx = i;
+				*psn = p;
+				return true;
+			}
+		}
+	}
+	sr->rtx = to; /* nothing missing up to there */
+	return false;
+}
+
+void eng_sr_resent(struct eng_qp *qp, uint32_t psn)
+{
+	if (qp->sr->probe_on) {
+		qp->sr->probe_on = false;
+		return;
+	}
+	qp->sr->rtx = psn_add(psn, 1);
+	qp->sr->timing = false;
+}
+
+void eng_sr_sent(struct eng_qp *qp, uint32_t psn, bool ackreq, bool fresh, uint64_t now)
+{
+	struct eng_sr *sr = qp->sr;
+
+	if (!fresh) {
+		sr->timing = false;
+		return;
+	}
+	if (sr->timing || !ackreq)
+		return;
+	sr->timing = true;
+	sr->t_psn = psn;
+	sr->t_sent = now;
+}
+
+void eng_sr_progress(struct eng_qp *qp, uint64_t now)
+{
+	struct eng_sr *sr = qp->sr;
+
+	if (sr->timing && psn_cmp(qp->comp.psn, sr->t_psn) > 0) {
+		/* RFC 6298 2.2 and 2.3, in ns. */
+		uint64_t r = now > sr->t_sent ? now - sr->t_sent : 1;
+		if (!sr->srtt) {
+			sr->srtt = r;
+			sr->rttvar = r / 2;
+		} else {
+			uint64_t dev = sr->srtt > r ? sr->srtt - r : r - sr->srtt;
+			sr->rttvar = (3 * sr->rttvar + dev) / 4;
+			sr->srtt = (7 * sr->srtt + r) / 8;
+		}
+		sr->timing = false;
+	}
+	sr->backoff = 0;
+	sr->rtx_timeout = false;
+	sr->quiet_since = now;
+	sr->counted = 0;
+	if (sr->sack_on && psn_cmp(qp->comp.psn, sr->sack_high) >= 0)
+		sr->sack_on = false;
+}
+
+void eng_sr_rewound(struct eng_qp *qp)
+{
+	qp->sr->sack_on = false;
+	qp->sr->probe_on = false;
+	qp->sr->timing = false;
+}
+
+/* Arms the probe: the newest request packet sent, if it is still unanswered and can be
+ * sent alone (not a READ partly answered: go-back-N asks for its rest). */
+static bool probe(struct eng_qp *qp)
+{
+	struct eng_sr *sr = qp->sr;
+	uint32_t last = psn_add(qp->req.psn_hi, PSN_MASK); /* psn_hi - 1 */
+
+	if (psn_cmp(qp->req.psn, qp->req.psn_hi) != 0)
+		return false; /* a go-back-N pass is under way */
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		const struct eng_swqe *w = eng_swqe_at(qp, i);
+
+		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
+			continue;
+		if (w->state != ENG_SWQE_ACTIVE)
+			return false;
+		if (psn_cmp(last, w->first_psn) < 0 || psn_cmp(last, w->last_psn) > 0)
+			continue;
+		uint32_t p = eng_ops[w->op].rd_atomic ? w->first_psn : last;
+		if (psn_cmp(p, qp->comp.psn) < 0 || w->read_done)
+			return false;
+		sr->probe_on = true;
+		sr->probe_idx = i;
+		sr->probe_psn = p;
+		sr->rtx_timeout = true;
+		return true;
+	}
+	return false;
+}
+
+bool eng_sr_timeout(struct eng_qp *qp)
+{
+	struct eng_sr *sr = qp->sr;
+	uint32_t idx, psn;
+
+	sr->timing = false;
+	if (sr->backoff < 16)
+		sr->backoff++;
+	if (sr->rtx_timeout) {
+		sr->rtx_timeout = false;
+		return false;
+	}
+	if (!sr->sack_on)
+		return probe(qp);
+	sr->rtx = qp->comp.psn;
+	if (!eng_sr_hole(qp, &idx, &psn))
+		return false;
+	sr->rtx_timeout = true;
+	return true;
+}
+
+void eng_sr_armed(struct eng_qp *qp, uint64_t now)
+{
+	qp->sr->quiet_since = now;
+	qp->sr->counted = 0;
+}
+
+bool eng_sr_expiry_counts(struct eng_qp *qp, uint64_t now)
+{
+	struct eng_sr *sr = qp->sr;
+	uint64_t ib = roce_ack_timeout_ns(qp->attr.timeout);
+
+	if (now - sr->quiet_since < ib * (sr->counted + 1ull))
+		return false;
+	sr->counted++;
+	return true;
+}
+
+uint64_t eng_sr_rto(const struct eng_qp *qp)
+{
+	const struct eng_sr *sr = qp->sr;
+	uint64_t ib = roce_ack_timeout_ns(qp->attr.timeout);
+
+	if (!ib || !sr->srtt)
+		return ib;
+	uint64_t var = 4 * sr->rttvar;
+	uint64_t rto = sr->srtt + (var > 1000 ? var : 1000);
+	if (rto < ENG_SR_RTO_MIN_NS)
+		rto = ENG_SR_RTO_MIN_NS;
+	for (uint32_t i = 0; i < sr->backoff && rto < ib; i++)
+		rto *= 2;
+	return rto < ib ? rto : ib;
+}
+
+uint64_t eng_sr_srtt(const struct eng_qp *qp)
+{
+	return qp->sr ? qp->sr->srtt : 0;
+}
