@@ -70,6 +70,9 @@ struct sr_context {
 	struct sr_srq *xsrq[SR_MAX_XSRQ];
 	struct sr_xrcd *xrcds;
 	bool app; /* opened by the application (counted in dev->app_opens) */
+	/* SOFTRDMA_SR=0: the RoCE RC QPs do not offer selective repeat in their ECE (compat.c),
+	 * so they keep go-back-N with every peer. */
+	bool no_sr;
 };
 
 /* Set by rdma_cm around its own ibv_open_device (cm_glue.c): not the application's open. */
@@ -165,6 +168,11 @@ struct sr_qp {
 	struct iw_qp *iqp;    /* iWARP devices: the QP engine (eqp is NULL then) */
 	struct sr_xrcd *xrcd; /* IBV_QPT_XRC_RECV: its domain */
 	bool cm_owned;	      /* iWARP: rdma_cm connects it (a self-managed QP: conn qp_num) */
+	/* ECE (compat.c), under the core lock: set by ibv_set_ece (the application's, or rdma_cm's
+	 * for its QPs), with the options agreed (wire/roce/ece.h; the SR bit is the engine's,
+	 * eng_qp_sr). Until then ibv_query_ece reports what the QP offers. */
+	bool ece_set;
+	uint32_t ece_options;
 };
 
 static inline struct sr_context *sr_ctx(struct ibv_context *c)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "wire/roce/ece.h"
 
 /* ---- rates (IBTA static rate encoding) ---- */
 
@@ -249,6 +250,77 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr 
 	return EOPNOTSUPP;
 }
 
+/* ---- ECE: selective repeat between softrdma QPs (wire/roce/ece.h) ----
+ * RoCE RC QPs only: selective repeat is a RoCE RC engine's (eng_qp_set_sr); iWARP QPs (TCP
+ * recovers their losses) and the other types answer EOPNOTSUPP, as rxe and siw for every QP.
+ * rdma-core's semantics (ibv_query_ece(3), ibv_set_ece(3); libibverbs verbs.c, mlx5 qp.c):
+ * query returns the QP's current ECE, which before any ibv_set_ece is what it offers (vendor
+ * 0xFFFFFF, the magic and the SR bit); ibv_set_ece takes the peer's ECE and keeps what both
+ * support, written back to ece->options (IN/OUT), and query then returns that. Programs that
+ * exchange ECE themselves (pyverbs' rdma_cm tests) pass the peer's value to ibv_set_ece as
+ * they got it, so any vendor and options are taken: mlx5 masks the options it does not
+ * support; a foreign vendor ID, which mlx5 refuses with EINVAL (librdmacm never passes one:
+ * it sends its own vendor ID with options 0 then), here means "not softrdma" and the QP keeps
+ * go-back-N (options 0), so that no program fails its connection for it. Errors are returned
+ * and set in errno, as libibverbs and mlx5 do. */
+
+/* The softrdma RoCE RC QP behind ibqp, or NULL. */
+static struct sr_qp *ece_qp(struct ibv_qp *ibqp)
+{
+	struct sr_qp *qp = (struct sr_qp *)ibqp;
+	return qp->iqp || !qp->eqp || ibqp->qp_type != IBV_QPT_RC ? NULL : qp;
+}
+
+int ibv_query_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	if (!ibqp || !ece)
+		return errno = EINVAL;
+	struct sr_qp *qp = ece_qp(ibqp);
+	if (!qp)
+		return errno = EOPNOTSUPP;
+	core_lock(qp->ctx->core);
+	uint32_t options = qp->ctx->no_sr ? SR_ECE_MAGIC : SR_ECE_OPTIONS;
+	if (qp->ece_set)
+		options =
+		    (qp->ece_options & ~SR_ECE_OPT_SR) | (eng_qp_sr(qp->eqp) ? SR_ECE_OPT_SR : 0);
+	core_unlock(qp->ctx->core);
+	ece->vendor_id = SR_ECE_VENDOR_ID;
+	ece->options = options;
+	ece->comp_mask = 0;
+	return 0;
+}
+
+int ibv_set_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	if (!ibqp || !ece)
+		return errno = EINVAL;
+	/* libibverbs' ibv_set_ece, before the provider: no vendor, no ECE. */
+	if (!ece->vendor_id)
+		return errno = EOPNOTSUPP;
+	struct sr_qp *qp = ece_qp(ibqp);
+	if (!qp)
+		return errno = EOPNOTSUPP;
+	if (ece->comp_mask) /* no optional fields are defined */
+		return errno = EINVAL;
+	/* What both sides support: the SR bit only when the peer is softrdma and offers it;
+	 * the magic when the peer is softrdma; nothing from another vendor. */
+	bool ours = ece->vendor_id == SR_ECE_VENDOR_ID &&
+		    ece->options >> SR_ECE_MAGIC_SHIFT == SR_ECE_MAGIC >> SR_ECE_MAGIC_SHIFT;
+	bool sr = sr_ece_is_sr(ece->vendor_id, ece->options) && !qp->ctx->no_sr;
+	uint32_t options = ours ? SR_ECE_MAGIC | (sr ? SR_ECE_OPT_SR : 0) : 0;
+	core_lock(qp->ctx->core);
+	int r = eng_qp_set_sr(qp->eqp, sr);
+	if (r == 0) {
+		qp->ece_set = true;
+		qp->ece_options = options;
+	}
+	core_unlock(qp->ctx->core);
+	if (r < 0)
+		return errno = -r;
+	ece->options = options;
+	return 0;
+}
+
 /* ---- not (yet) supported ---- */
 
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
@@ -262,20 +334,6 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 	(void)access;
 	errno = EOPNOTSUPP;
 	return NULL;
-}
-
-int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	(void)qp;
-	(void)ece;
-	return EOPNOTSUPP;
-}
-
-int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	(void)qp;
-	(void)ece;
-	return EOPNOTSUPP;
 }
 
 int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)

@@ -513,6 +513,18 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		}
 		cfg.port = (uint16_t)v;
 	}
+	/* SOFTRDMA_SR: 1 (the default) offers selective repeat to softrdma peers, 0 keeps
+	 * go-back-N (ibv_query_ece, compat.c). */
+	const char *srv = getenv("SOFTRDMA_SR");
+	if (srv && strcmp(srv, "0") && strcmp(srv, "1")) {
+		fprintf(stderr,
+			"softrdma: SOFTRDMA_SR=%s: 1 (selective repeat with softrdma peers, "
+			"the default) or 0 (go-back-N)\n",
+			srv);
+		ret = -EINVAL;
+		goto close_pipe;
+	}
+	ctx->no_sr = srv && !strcmp(srv, "0");
 	/* SOFTRDMA_DSCP, SOFTRDMA_ECN (util/mark.h): a mistyped one fails the open. */
 	ret = mark_config(&cfg.dscp, &cfg.ecn);
 	if (ret < 0)

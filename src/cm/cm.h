@@ -134,8 +134,26 @@
  * answers ENOTSUPP for IPv6 groups on RoCEv2, IPv6 groups work as IPv4 ones. iWARP ids:
  * ENOSYS, as the kernel's rdma_cm on siw (no multicast).
  *
+ * ---- ECE (RoCE RC): selective repeat between softrdma peers (cm_ece.c, wire/roce/ece.h) ----
+ * As the kernel's IB CM and librdmacm carry ECE: the REQ and the REP hold a vendor ID and an
+ * options word (wire/roce/cm_mad.h, where Linux's ib_cm puts them).
+ * - Active: the REQ carries the id's local ECE: rdma_set_local_ece's if the application set
+ *   one, else its QP's (ibv_query_ece; zeros for a self-managed QP or a QP without ECE).
+ * - Passive: the REQ's ECE is the remote one (rdma_get_remote_ece). rdma_accept agrees on
+ *   selective repeat only if it is softrdma's SR ECE and the id offers it too; the id's QP gets
+ *   ibv_set_ece (SR on, else off) before RTR, and the REP carries the SR ECE, or vendor 0 /
+ *   options 0 (as the REP of a device without ECE, rxe's; librdmacm then clears its options).
+ * - Active, on the REP: SR only if the REQ offered it and the REP carries the SR ECE; anything
+ *   else (rxe's zeros, a foreign vendor, a garbled value) leaves go-back-N. The QP gets
+ *   ibv_set_ece before RTR.
+ * - A self-managed QP is the application's: it passes rdma_get_remote_ece to ibv_set_ece
+ *   itself (pyverbs' external-QP tests do).
+ * Unlike librdmacm, whose rdma_create_qp replaces a local ECE set before it by the QP's, the
+ * application's rdma_set_local_ece stays what the id offers. iWARP's MPA has no such field:
+ * the remote ECE reads as zeros.
+ *
  * ---- Not here ----
- * ECE, rsockets: the shim (abi/rdmacm.c) fails rsockets with ENOSYS. SIDR to a
+ * rsockets: the shim (abi/rdmacm.c) fails rsockets with ENOSYS. SIDR to a
  * PS_IB listener (the kernel's PS_IB takes both kinds). XRC ids (RoCE: cm_qp.c) are connected
  * as RC ones with the REQ's transport XRC (ext. type 1), as the kernel's CM sends it.
  *
@@ -375,6 +393,10 @@ struct cm_id {
 	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep (passive): QPs of get_request */
 	struct ibv_sa_path_rec *path;
 	struct ibv_qp *self_qp; /* iWARP: the application's QP of conn_param->qp_num */
+	/* ECE ("ECE"): rdma_set_local_ece's value (if local_ece_set), and what the peer's REQ /
+	 * REP carried (zeros until then, and for a peer without ECE). */
+	struct ibv_ece local_ece, remote_ece;
+	bool local_ece_set;
 
 	/* RoCE: the IB CM's MADs on QP1 (core/gsi.h) */
 	uint32_t comm_id, peer_comm_id; /* Local / Remote Communication ID */
@@ -557,6 +579,18 @@ int cm_iw_reject(struct cm_id *id, const void *pd, uint8_t len);
 int cm_iw_disconnect(struct cm_id *id);
 void cm_iw_destroy(struct cm_id *id);
 int cm_iw_init_qp_attr(struct cm_id *id, struct ibv_qp_attr *a, int *mask);
+
+/* ---- cm_ece.c: ECE for cm_roce.c (cm.h "ECE"), under the lock ---- */
+/* Sets id->local_ece to what the id offers: rdma_set_local_ece's value, else its QP's
+ * (ibv_query_ece), else zeros; the vendor ID cut to its 24 wire bits. */
+void cm_ece_offer(struct cm_id *id);
+/* Selective repeat is agreed: the local ECE (cm_ece_offer) and the remote one are both
+ * softrdma's SR ECE (wire/roce/ece.h sr_ece_is_sr). */
+bool cm_ece_sr(const struct cm_id *id);
+/* Tells the id's QP (one of rdma_create_qp's; a self-managed QP is the application's) the
+ * outcome through ibv_set_ece: the SR ECE when sr, else softrdma's vendor ID with options 0
+ * (go-back-N). 0 (also for a QP without ECE), or a negative errno. */
+int cm_ece_apply(struct cm_id *id, bool sr);
 
 /* ---- src/api/cm_glue.c: what the CM needs from the verbs objects ---- */
 /* Under no lock (takes the core lock): qp (an iWARP QP in INIT) takes over tcp, whose MPA

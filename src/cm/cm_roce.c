@@ -38,6 +38,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "wire/roce/ece.h"
+
 #define MIN_RNR_TIMER 12 /* 0.64 ms, as the verbs examples use (the kernel CM's 0 is 655 ms) */
 #define ACK_TIMEOUT   14 /* 67 ms: rdma_cm's default for RoCE is in this range */
 #define HOP_LIMIT     64
@@ -355,6 +357,11 @@ static void build_request(struct cm_id *id, struct cm_mad *m)
 	m->flow_label = ((uint32_t)id->lport * 31u + id->rport) & 0xFFFFFu;
 	m->hop_limit = HOP_LIMIT;
 	m->local_ack_timeout = REQ_LOCAL_ACK;
+	/* ECE (cm.h "ECE"): what the id offers, where the kernel's cm_format_req puts it (the
+	 * vendor ID in the REQ, the options in the MAD header's AttributeModifier). */
+	cm_ece_offer(id);
+	m->vendor_id = id->local_ece.vendor_id;
+	m->attr_mod = id->local_ece.options;
 	cm_cma_hdr_build(&h, m->pd);
 	fill_pd(m->pd + CM_MAD_CMA_HDR_LEN, CM_REQ_PD, id->pd, id->pd_len);
 }
@@ -489,6 +496,9 @@ static void on_rep(struct cm_id *id, const struct cm_mad *m, const struct gsi_fr
 	answered(id);
 	id->peer_comm_id = m->local_id;
 	peer_from(id, m, f);
+	/* The passive side's answer to our ECE (kernel cm_format_rep_event): kept for
+	 * rdma_get_remote_ece; selective repeat only if both said so (cm_ece_sr). */
+	id->remote_ece = (struct ibv_ece){.vendor_id = m->vendor_id, .options = m->attr_mod};
 	struct rdma_conn_param p = conn_param_of(m);
 	if (!id->id.qp) {
 		/* The application's own QP (conn_param->qp_num): it moves it, then calls
@@ -498,7 +508,10 @@ static void on_rep(struct cm_id *id, const struct cm_mad *m, const struct gsi_fr
 		cm_event_post(id, NULL, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &p, m->pd, CM_REP_PD);
 		return;
 	}
-	int r = qp_to_rts(id);
+	/* librdmacm ucma_process_conn_resp_ece: ibv_set_ece before RTR. */
+	int r = cm_ece_apply(id, cm_ece_sr(id));
+	if (r == 0)
+		r = qp_to_rts(id);
 	if (r < 0) {
 		/* librdmacm ucma_process_conn_resp: the QP to ERR, CONNECT_ERROR; the peer
 		 * learns from a REJ. */
@@ -821,6 +834,9 @@ static void request_in(struct cm_id *lis, const struct cm_mad *m, const struct g
 	}
 	cm_count(CM_C_req_roce);
 	peer_from(c, m, f);
+	/* The requester's ECE (kernel cm_format_req_event): rdma_get_remote_ece's, and what
+	 * rdma_accept agrees with (cm.h "ECE"). */
+	c->remote_ece = (struct ibv_ece){.vendor_id = m->vendor_id, .options = m->attr_mod};
 	/* rdma_accept's defaults (librdmacm ucma_process_conn_req): what the request says. */
 	c->rr = m->init_depth;
 	c->depth = m->resp_res;
@@ -958,11 +974,22 @@ int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p)
 	}
 	if (id->state != CM_REQ_RCVD)
 		return -EINVAL;
-	int r = qp_to_rts(id);
+	/* ECE (cm.h "ECE"): selective repeat if the REQ offered softrdma's and so do we; the QP
+	 * learns it before RTR (librdmacm: ibv_set_ece at rdma_create_qp, before rdma_accept's
+	 * RTR). */
+	cm_ece_offer(id);
+	bool sr = cm_ece_sr(id);
+	int r = cm_ece_apply(id, sr);
+	if (r == 0)
+		r = qp_to_rts(id);
 	if (r < 0)
 		return r;
 	struct cm_mad m;
 	mad_init(&m, CM_ATTR_REP, id->tid);
+	/* The REP's ECE (kernel cm_format_rep): ours when agreed, else none (vendor 0, as a
+	 * device without ECE answers: librdmacm then clears its options, rxe's peers ignore it). */
+	m.vendor_id = sr ? SR_ECE_VENDOR_ID : 0;
+	m.attr_mod = sr ? SR_ECE_OPTIONS : 0;
 	m.local_id = id->comm_id;
 	m.remote_id = id->peer_comm_id;
 	m.qpn = id->qpn & 0xFFFFFF;

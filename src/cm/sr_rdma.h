@@ -63,7 +63,7 @@ int sr_rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *c
 int sr_rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
 			      void *context);
 int sr_rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr);
-/* cm_ece.c: ECE is taken and checked, never carried (the peer's reads as none). */
+/* cm_ece.c: ECE as librdmacm keeps it; on RoCE the REQ / REP carry it (cm.h "ECE"). */
 int sr_rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
 int sr_rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
 

@@ -1318,6 +1318,14 @@ static void qpinfo_write(const struct perf *pf, struct wbuf *w)
 		w64(w, (uintptr_t)q->buf + q->out_len);
 		w64(w, q->in_len);
 		wbytes(w, pf->gid.raw, 16);
+		/* The QP's ECE (zeros where the device has none): how two softrdma QPs agree
+		 * on selective repeat without rdma_cm (ibv_set_ece with the peer's). */
+		struct ibv_ece ece;
+		memset(&ece, 0, sizeof(ece));
+		if (ibv_query_ece(q->qp, &ece))
+			memset(&ece, 0, sizeof(ece));
+		w32(w, ece.vendor_id);
+		w32(w, ece.options);
 	}
 }
 
@@ -1349,8 +1357,18 @@ static int connect_qps(struct perf *pf)
 		q->rin_addr = r64(&r);
 		q->rin_len = r64(&r);
 		rbytes(&r, dgid.raw, 16);
+		struct ibv_ece ece = {.vendor_id = r32(&r)};
+		ece.options = r32(&r);
 		if (r.bad)
 			return fail(pf, "short QPINFO from the %s", pf->peer);
+		/* Take the peer's ECE, as rdma_cm does with the one a REQ / REP carries: the
+		 * options both sides have are used. A device without ECE says EOPNOTSUPP. */
+		if (ece.vendor_id) {
+			int e = ibv_set_ece(q->qp, &ece);
+			if (e && e != EOPNOTSUPP)
+				return fail(pf, "cannot set the %s's ECE on QP 0x%06x: %s",
+					    pf->peer, q->qp->qp_num, strerror(e));
+		}
 		if (q->rin_len < q->in_len)
 			return fail(pf, "the %s's buffers are smaller than expected", pf->peer);
 		struct ibv_qp_attr a;

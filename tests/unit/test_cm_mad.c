@@ -95,6 +95,7 @@ static int mad_diff(const char *what, const struct cm_mad *a, const struct cm_ma
 	DIFF_NUM(sl);
 	DIFF_NUM(subnet_local);
 	DIFF_NUM(local_ack_timeout);
+	DIFF_NUM(vendor_id);
 	DIFF_NUM(target_ack_delay);
 	DIFF_NUM(failover);
 	DIFF_NUM(msg_rejected);
@@ -135,6 +136,9 @@ struct layout {
 static const struct layout layout[] = {
     /* REQ (11.3) */
     L(CM_ATTR_REQ, local_id, 32, 0, 4, 0xFFFFFFFF),
+    /* ECE vendor ID: Linux's CM_REQ_VENDOR_ID (ibta_vol1_c12.h), 24 bits at byte 5. The
+     * REP's, split over bytes 15 / 19 / 23, is checked in test_ece. */
+    L(CM_ATTR_REQ, vendor_id, 24, 5, 3, 0xFFFFFF),
     L(CM_ATTR_REQ, service_id, 64, 8, 8, UINT64_MAX),
     L(CM_ATTR_REQ, ca_guid, 64, 16, 8, UINT64_MAX),
     L(CM_ATTR_REQ, qkey, 32, 28, 4, 0xFFFFFFFF),
@@ -338,7 +342,7 @@ static void test_layout(void)
 	}
 	fprintf(stderr, "layout: %zu number fields, %d too-wide values refused\n", NLAYOUT,
 		refused);
-	CHECK_EQ(refused, 24);
+	CHECK_EQ(refused, 25);
 
 	for (size_t i = 0; i < NSTRPOS; i++) {
 		const struct strpos *s = &strpos[i];
@@ -409,6 +413,8 @@ static void fill(struct cm_mad *m, uint16_t attr, int all_ones)
 	}
 	if (attr == CM_ATTR_REJ || attr == CM_ATTR_SIDR_REP)
 		m->ari_len = (uint8_t)(all_ones ? CM_MAD_ARI_MAX : rnd() % (CM_MAD_ARI_MAX + 1));
+	if (attr == CM_ATTR_REP) /* split over three bytes: not in layout[] */
+		m->vendor_id = (uint32_t)(all_ones ? 0xFFFFFF : rnd() & 0xFFFFFF);
 }
 
 static void test_round_trip(void)
@@ -433,6 +439,123 @@ static void test_round_trip(void)
 	}
 	fprintf(stderr, "round trips: %d of 2000 identical\n", n);
 	CHECK_EQ(n, 2000);
+}
+
+/* ---- ECE: the vendor ID and the options (AttributeModifier) of the REQ and the REP ----
+ * Where Linux's ib_cm puts them (drivers/infiniband/core/cm.c cm_format_req / cm_format_rep
+ * with cm_format_mad_ece_hdr; include/rdma/ibta_vol1_c12.h CM_REQ_VENDOR_ID at byte 5, 24
+ * bits; CM_REP_VENDOR_ID_H / _M / _L at bytes 15, 19, 23; offsets after the 24-byte MAD
+ * header). The raw bytes are asserted here, independently of the codec's table. */
+
+static void test_ece(void)
+{
+	uint8_t out[CM_MAD_LEN], before[CM_MAD_LEN];
+	struct cm_mad m, p;
+	const uint8_t *body = out + CM_MAD_HDR_LEN;
+
+	/* Zeros by default: a REQ and a REP built without ECE carry none (as rxe's). */
+	memset(&m, 0, sizeof(m));
+	m.attr = CM_ATTR_REQ;
+	m.local_id = 0x11223344;
+	m.qpn = 0xABCDEF;
+	REQUIRE(cm_mad_build(&m, out) == CM_MAD_LEN);
+	CHECK_EQ(body[4] | body[5] | body[6] | body[7], 0);
+	CHECK_EQ(out[20] | out[21] | out[22] | out[23], 0);
+	CHECK_EQ(cm_mad_parse(out, sizeof(out), &p), 0);
+	CHECK_EQ(p.vendor_id, 0);
+	CHECK_EQ(p.attr_mod, 0);
+	m.attr = CM_ATTR_REP;
+	m.psn = 0x123456;
+	REQUIRE(cm_mad_build(&m, out) == CM_MAD_LEN);
+	CHECK_EQ(body[15] | body[19] | body[23], 0);
+	CHECK_EQ(out[20] | out[21] | out[22] | out[23], 0);
+	CHECK_EQ(cm_mad_parse(out, sizeof(out), &p), 0);
+	CHECK_EQ(p.vendor_id, 0);
+	CHECK_EQ(p.attr_mod, 0);
+
+	/* REQ: vendor ID in body bytes 5-7 (byte 4 stays reserved), options in the header's
+	 * AttributeModifier (MAD bytes 20-23), next to every neighbour at its maximum. */
+	memset(&m, 0, sizeof(m));
+	m.attr = CM_ATTR_REQ;
+	m.local_id = 0xFFFFFFFF;
+	m.service_id = UINT64_MAX;
+	m.vendor_id = 0xABCDEF;
+	m.attr_mod = 0x53520001;
+	REQUIRE(cm_mad_build(&m, out) == CM_MAD_LEN);
+	static const uint8_t req_ece[] = {0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0xAB, 0xCD, 0xEF,
+					  0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+	CHECK_MEM(body, req_ece, sizeof(req_ece));
+	static const uint8_t opts[] = {0x53, 0x52, 0x00, 0x01};
+	CHECK_MEM(out + 20, opts, 4);
+	CHECK_EQ(cm_mad_parse(out, sizeof(out), &p), 0);
+	CHECK_EQ(mad_diff("REQ ECE", &m, &p), 0);
+	CHECK_EQ(p.vendor_id, 0xABCDEF);
+	CHECK_EQ(p.attr_mod, 0x53520001);
+	/* softrdma's own values (wire/roce/ece.h) as cm_roce.c sends them. */
+	m.vendor_id = 0xFFFFFF;
+	m.local_id = 0;
+	m.service_id = 0;
+	REQUIRE(cm_mad_build(&m, out) == CM_MAD_LEN);
+	CHECK_EQ(body[4], 0);
+	CHECK_EQ(body[5] & body[6] & body[7], 0xFF);
+	CHECK(zero_outside(out, 5, 3));
+
+	/* REP: vendor ID bits 23:16 in byte 15, 15:8 in byte 19, 7:0 in byte 23, between the
+	 * 24-bit Local QPN (12-14), Local EE Context (16-18) and Starting PSN (20-22). */
+	memset(&m, 0, sizeof(m));
+	m.attr = CM_ATTR_REP;
+	m.qpn = 0x123456;
+	m.psn = 0x654321;
+	m.vendor_id = 0xABCDEF;
+	m.attr_mod = 0x53520001;
+	REQUIRE(cm_mad_build(&m, out) == CM_MAD_LEN);
+	static const uint8_t rep_ece[] = {0x12, 0x34, 0x56, 0xAB, 0x00, 0x00,
+					  0x00, 0xCD, 0x65, 0x43, 0x21, 0xEF};
+	CHECK_MEM(body + 12, rep_ece, sizeof(rep_ece));
+	CHECK_MEM(out + 20, opts, 4);
+	CHECK_EQ(cm_mad_parse(out, sizeof(out), &p), 0);
+	CHECK_EQ(mad_diff("REP ECE", &m, &p), 0);
+	CHECK_EQ(p.vendor_id, 0xABCDEF);
+	CHECK_EQ(p.qpn, 0x123456);
+	CHECK_EQ(p.psn, 0x654321);
+	/* Alone: nothing else in the body. */
+	m.qpn = m.psn = 0;
+	m.vendor_id = 0xFFFFFF;
+	REQUIRE(cm_mad_build(&m, out) == CM_MAD_LEN);
+	CHECK_EQ(body[15] & body[19] & body[23], 0xFF);
+	uint8_t tmp[CM_MAD_LEN];
+	memcpy(tmp, out, sizeof(tmp));
+	tmp[CM_MAD_HDR_LEN + 15] = tmp[CM_MAD_HDR_LEN + 19] = tmp[CM_MAD_HDR_LEN + 23] = 0;
+	CHECK(zero_outside(tmp, 0, 0));
+	/* Each byte is its own part of the value. */
+	static const struct {
+		unsigned off;
+		uint32_t v;
+	} part[] = {{15, 0x010000}, {19, 0x000100}, {23, 0x000001}};
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++) {
+		memset(tmp, 0, sizeof(tmp));
+		memcpy(tmp, out, CM_MAD_HDR_LEN);
+		tmp[CM_MAD_HDR_LEN + part[i].off] = 0x01;
+		CHECK_EQ(cm_mad_parse(tmp, sizeof(tmp), &p), 0);
+		CHECK_EQ(p.vendor_id, part[i].v);
+	}
+
+	/* Wider than 24 bits: refused by build for both, the output untouched. */
+	memset(out, 0xA5, sizeof(out));
+	memcpy(before, out, sizeof(out));
+	memset(&m, 0, sizeof(m));
+	m.vendor_id = 0x1000000;
+	m.attr = CM_ATTR_REQ;
+	CHECK_EQ(cm_mad_build(&m, out), -EINVAL);
+	m.attr = CM_ATTR_REP;
+	CHECK_EQ(cm_mad_build(&m, out), -EINVAL);
+	m.vendor_id = 0xFFFFFFFF;
+	CHECK_EQ(cm_mad_build(&m, out), -EINVAL);
+	CHECK_MEM(out, before, sizeof(out));
+	/* Messages without a vendor ID ignore the member. */
+	m.attr = CM_ATTR_RTU;
+	REQUIRE(cm_mad_build(&m, out) == CM_MAD_LEN);
+	CHECK(zero_outside(out, 0, 0));
 }
 
 /* ---- errors ---- */
@@ -953,6 +1076,11 @@ static void test_rping(void)
 	CHECK_EQ(h.sport, 0x84DA);
 	check_rep_rtu(req, rep, rtu, 0x4B);
 	CHECK_EQ(rep->m.psn, 0x517B8E);
+	/* rxe has no ECE: kernel 6.1's ib_cm sends vendor ID 0 and options 0 in both. */
+	CHECK_EQ(req->m.vendor_id, 0);
+	CHECK_EQ(req->m.attr_mod, 0);
+	CHECK_EQ(rep->m.vendor_id, 0);
+	CHECK_EQ(rep->m.attr_mod, 0);
 	CHECK_EQ(rep->m.local_id, 0x9396B1F8);
 	/* Disconnect by the client (active side). */
 	check_dreq_drep(dreq, drep, req, rep, rep->m.qpn);
@@ -1057,6 +1185,7 @@ int main(void)
 	test_tables();
 	test_layout();
 	test_round_trip();
+	test_ece();
 	test_errors();
 	test_cma_hdr();
 	test_rping();

@@ -62,7 +62,11 @@ const char *cm_mad_name(uint16_t attr)
 
 /* A number field: the `bits`-bit value whose least significant bit is bit `shift` of the
  * big-endian container of `len` bytes at body offset `off`. A byte string (bits == 0): `len`
- * bytes at `off`, copied as they are. `max` (if non-zero) is the largest legal value. */
+ * bytes at `off`, copied as they are. `max` (if non-zero) is the largest legal value.
+ * A member split over several places (the REP's vendor ID: three bytes apart) has one entry
+ * per part: the part holds the member's bits [vshift, vshift + bits); `low` marks the parts
+ * below the most significant one, whose bits are taken as they are (the top part alone
+ * checks the member's width). */
 struct field {
 	uint16_t attr;
 	uint8_t off;
@@ -70,6 +74,8 @@ struct field {
 	uint8_t shift;
 	uint8_t bits;
 	uint8_t max;
+	uint8_t vshift;
+	bool low;
 	uint8_t msize;	 /* sizeof the member */
 	uint16_t member; /* offsetof(struct cm_mad, member) */
 };
@@ -80,27 +86,37 @@ struct field {
 	 0 * sizeof(char[(bits_) <= 8 * sizeof(((struct cm_mad *)0)->mem) ? 1 : -1]))
 #define NUM(a, off_, len_, shift_, bits_, mem)                                                     \
 	{                                                                                          \
-		(a), (off_), (len_), (shift_), (bits_), 0, MSIZE(mem, bits_),                      \
+		(a), (off_), (len_), (shift_), (bits_), 0, 0, false, MSIZE(mem, bits_),            \
 		    offsetof(struct cm_mad, mem)                                                   \
 	}
 #define NUMMAX(a, off_, len_, shift_, bits_, max_, mem)                                            \
 	{                                                                                          \
-		(a), (off_), (len_), (shift_), (bits_), (max_), MSIZE(mem, bits_),                 \
+		(a), (off_), (len_), (shift_), (bits_), (max_), 0, false, MSIZE(mem, bits_),       \
+		    offsetof(struct cm_mad, mem)                                                   \
+	}
+/* One byte holding bits [vshift_, vshift_ + 8) of a split member (low_: not the top part). */
+#define PART8(a, off_, vshift_, low_, mem)                                                         \
+	{                                                                                          \
+		(a), (off_), 1, 0, 8, 0, (vshift_), (low_), MSIZE(mem, (vshift_) + 8),             \
 		    offsetof(struct cm_mad, mem)                                                   \
 	}
 #define STR(a, off_, len_, mem)                                                                    \
 	{                                                                                          \
-		(a), (off_), (len_), 0, 0, 0, sizeof(((struct cm_mad *)0)->mem),                   \
+		(a), (off_), (len_), 0, 0, 0, 0, false, sizeof(((struct cm_mad *)0)->mem),         \
 		    offsetof(struct cm_mad, mem)                                                   \
 	}
 
 /* Reserved bits and bytes are absent from the table: ignored on receive, sent as zero. Not
  * decoded either (sent as zero): the EE context numbers (RD only), the REQ's alternate path
- * and its SAP Supported bit, and the vendor ID bytes newer kernels put in reserved space for
- * ECE (REQ 5-7, REP 15/19/23, SIDR_REP 6-7/11; 0 from rxe, which has no ECE). */
+ * and its SAP Supported bit, and the SIDR_REP's ECE vendor ID (6-7/11). The REQ's and the
+ * REP's ECE vendor ID are where Linux's ib_cm puts them in reserved space (ibta_vol1_c12.h
+ * CM_REQ_VENDOR_ID: a 24-bit field at byte 5, that is bytes 5-7; CM_REP_VENDOR_ID_H / _M / _L:
+ * bytes 15, 19, 23; cm_format_req / cm_format_rep write them, cm_format_req_event /
+ * cm_format_rep_event read them); 0 from rxe, which has no ECE. */
 static const struct field fields[] = {
     /* REQ, table 106 */
     NUM(CM_ATTR_REQ, 0, 4, 0, 32, local_id),
+    NUM(CM_ATTR_REQ, 5, 3, 0, 24, vendor_id),
     NUM(CM_ATTR_REQ, 8, 8, 0, 64, service_id),
     NUM(CM_ATTR_REQ, 16, 8, 0, 64, ca_guid),
     NUM(CM_ATTR_REQ, 28, 4, 0, 32, qkey),
@@ -151,7 +167,10 @@ static const struct field fields[] = {
     NUM(CM_ATTR_REP, 4, 4, 0, 32, remote_id),
     NUM(CM_ATTR_REP, 8, 4, 0, 32, qkey),
     NUM(CM_ATTR_REP, 12, 3, 0, 24, qpn),
+    PART8(CM_ATTR_REP, 15, 16, false, vendor_id), /* VendorID[23:16] */
+    PART8(CM_ATTR_REP, 19, 8, true, vendor_id),	  /* VendorID[15:8] */
     NUM(CM_ATTR_REP, 20, 3, 0, 24, psn),
+    PART8(CM_ATTR_REP, 23, 0, true, vendor_id), /* VendorID[7:0] */
     NUM(CM_ATTR_REP, 24, 1, 0, 8, resp_res),
     NUM(CM_ATTR_REP, 25, 1, 0, 8, init_depth),
     NUM(CM_ATTR_REP, 26, 1, 3, 5, target_ack_delay),
@@ -353,8 +372,11 @@ int cm_mad_parse(const uint8_t *buf, size_t len, struct cm_mad *out)
 		if (f->attr != attr)
 			continue;
 		if (f->bits)
+			/* |: the parts of a split member add up (out starts zeroed). */
 			member_set(out, f,
-				   rd_be(&b, f->off, f->len) >> f->shift & mask_of(f->bits));
+				   member_get(out, f) |
+				       (rd_be(&b, f->off, f->len) >> f->shift & mask_of(f->bits))
+					   << f->vshift);
 		else
 			rd_mem(&b, f->off, (unsigned char *)out + f->member, f->len);
 	}
@@ -383,9 +405,9 @@ int cm_mad_build(const struct cm_mad *m, uint8_t out[CM_MAD_LEN])
 		const struct field *f = &fields[i];
 		uint64_t v;
 
-		if (f->attr != m->attr || !f->bits)
+		if (f->attr != m->attr || !f->bits || f->low)
 			continue;
-		v = member_get(m, f);
+		v = member_get(m, f) >> f->vshift;
 		if (v & ~mask_of(f->bits) || (f->max && v > f->max))
 			return -EINVAL;
 	}
@@ -405,7 +427,8 @@ int cm_mad_build(const struct cm_mad *m, uint8_t out[CM_MAD_LEN])
 		if (f->attr != m->attr)
 			continue;
 		if (f->bits)
-			or_be(body + f->off, f->len, member_get(m, f) << f->shift);
+			or_be(body + f->off, f->len,
+			      (member_get(m, f) >> f->vshift & mask_of(f->bits)) << f->shift);
 		else
 			memcpy(body + f->off, (const unsigned char *)m + f->member, f->len);
 	}

@@ -58,10 +58,12 @@ enum cm_attr {
 
 /* One decoded CM MAD. Fields a type does not carry are 0 after parse and ignored by build. */
 struct cm_mad {
-	uint16_t attr;	    /* enum cm_attr */
-	uint16_t status;    /* MAD header status (0 for CM) */
-	uint64_t tid;	    /* TransactionID */
-	uint32_t attr_mod;  /* AttributeModifier */
+	uint16_t attr;	 /* enum cm_attr */
+	uint16_t status; /* MAD header status (0 for CM) */
+	uint64_t tid;	 /* TransactionID */
+	/* AttributeModifier. REQ / REP: the ECE options (Linux ib_cm, cm_format_mad_ece_hdr:
+	 * the REQ's and the REP's header carry ib_cm_req_param / _rep_param .ece.attr_mod). */
+	uint32_t attr_mod;
 	uint32_t local_id;  /* Local Comm ID; SIDR_REQ / SIDR_REP: Request ID */
 	uint32_t remote_id; /* Remote Comm ID (REP, RTU, REJ, DREQ, DREP, MRA) */
 
@@ -97,6 +99,11 @@ struct cm_mad {
 	bool subnet_local;
 	uint8_t local_ack_timeout; /* 5 bits */
 	/* (the alternate path is always zero: built as zeros, not decoded) */
+	/* ECE vendor ID (REQ, REP; 24 bits), with the options in attr_mod: where Linux's ib_cm
+	 * puts them in space the IBA reserves (include/rdma/ibta_vol1_c12.h: CM_REQ_VENDOR_ID,
+	 * body bytes 5-7; CM_REP_VENDOR_ID_H / _M / _L, body bytes 15, 19, 23). 0: no ECE, as
+	 * every peer without it (rxe) sends. */
+	uint32_t vendor_id;
 
 	/* REP */
 	uint8_t target_ack_delay; /* 5 bits */
