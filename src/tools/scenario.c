@@ -1,4 +1,4 @@
-/* softrdma compare --scenario incast|victim.
+/* softrdma compare --scenario incast|victim|loss.
  *
  * incast: N senders write to one receiver through one congested
  * switch port (switch_net.h), while a 100 B ping-pong crosses the same port; once per fabric
@@ -26,7 +26,11 @@
  * victim: the same incast without the probe, and the first sender also writes to a host of
  * its own whose port is idle. That flow shares only its sender's link with the congested
  * traffic; PFC, pausing the sender for the congested port, stops it too (head-of-line
- * blocking). The row reports its throughput (at its receiver's port) in place of the probe. */
+ * blocking). The row reports its throughput (at its receiver's port) in place of the probe.
+ *
+ * loss: the incast's flows (one sender by default, so nothing is congested) through a switch
+ * that drops packets at random (--loss), once with RoCEv2's go-back-N, once with its selective
+ * repeat (engine/sr.h, which two softrdma ends agree on through ECE), and once with iWARP. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -55,18 +59,33 @@
 #define CNP_PRIO    6		  /* DSCP 48 >> 3 */
 #define REF_RATE    25000000000.0 /* the line rate DCQCN's defaults are made for */
 
-enum row_id { ROW_ROCE, ROW_ROCE_PFC, ROW_ROCE_DCQCN, ROW_ROCE_BOTH, ROW_IWARP, ROW_COUNT };
+enum row_id {
+	ROW_ROCE,
+	ROW_ROCE_PFC,
+	ROW_ROCE_DCQCN,
+	ROW_ROCE_BOTH,
+	ROW_ROCE_SR,
+	ROW_IWARP,
+	ROW_COUNT
+};
 
+/* sr: RoCEv2 with selective repeat (SOFTRDMA_SR=1), else go-back-N (SOFTRDMA_SR=0). */
 static const struct row_def {
 	const char *id, *label;
-	bool iwarp, pfc, ecn;
+	bool iwarp, pfc, ecn, sr;
 } row_defs[ROW_COUNT] = {
-    [ROW_ROCE] = {"roce", "RoCEv2, lossy (drop-tail)", false, false, false},
-    [ROW_ROCE_PFC] = {"roce_pfc", "RoCEv2, PFC", false, true, false},
-    [ROW_ROCE_DCQCN] = {"roce_dcqcn", "RoCEv2, DCQCN", false, false, true},
-    [ROW_ROCE_BOTH] = {"roce_pfc_dcqcn", "RoCEv2, PFC + DCQCN", false, true, true},
-    [ROW_IWARP] = {"iwarp", "iWARP, TCP (cubic, ECN)", true, false, true},
+    [ROW_ROCE] = {"roce", "RoCEv2, lossy, go-back-N", false, false, false, false},
+    [ROW_ROCE_PFC] = {"roce_pfc", "RoCEv2, PFC", false, true, false, false},
+    [ROW_ROCE_DCQCN] = {"roce_dcqcn", "RoCEv2, DCQCN", false, false, true, false},
+    [ROW_ROCE_BOTH] = {"roce_pfc_dcqcn", "RoCEv2, PFC + DCQCN", false, true, true, false},
+    [ROW_ROCE_SR] = {"roce_sr", "RoCEv2, selective repeat", false, false, false, true},
+    [ROW_IWARP] = {"iwarp", "iWARP, TCP (cubic, ECN)", true, false, true, false},
 };
+
+/* The rows of each scenario, in the order they run and print. */
+static const enum row_id congestion_rows[] = {ROW_ROCE, ROW_ROCE_PFC, ROW_ROCE_DCQCN, ROW_ROCE_BOTH,
+					      ROW_IWARP};
+static const enum row_id loss_rows[] = {ROW_ROCE, ROW_ROCE_SR, ROW_IWARP};
 
 struct row_res {
 	bool ok;
@@ -77,7 +96,10 @@ struct row_res {
 	double victim, victim_app; /* victim: the flow that shares a paused link, Gbit/s */
 	double p50, p99;	   /* probe round trip, us */
 	uint64_t drops, marks, cnps, pauses, resent;
-	double pause_ms; /* summed over the senders */
+	uint64_t lost;	/* random loss (--scenario loss), by the switch */
+	double goodput; /* the senders' own figures summed (bytes their peers took), Gbit/s */
+	uint64_t sr_resent, sacks; /* RoCE senders: holes resent, SACKs taken (selective repeat) */
+	double pause_ms;	   /* summed over the senders */
 	double queue_max_kib;
 };
 
@@ -88,11 +110,23 @@ struct sc {
 	const char *json_path;
 	bool dcqcn_defaults;
 	bool victim; /* --scenario victim */
+	bool loss;   /* --scenario loss */
+	double loss_rate;
 	char self[PATH_MAX];
 	char tmp[64];
 	int files;
 	struct row_res res[ROW_COUNT];
 };
+
+static const enum row_id *rows_of(const struct sc *s, int *n)
+{
+	if (s->loss) {
+		*n = (int)(sizeof(loss_rows) / sizeof(loss_rows[0]));
+		return loss_rows;
+	}
+	*n = (int)(sizeof(congestion_rows) / sizeof(congestion_rows[0]));
+	return congestion_rows;
+}
 
 static volatile sig_atomic_t stop_signal;
 
@@ -104,7 +138,7 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fputs(
-	    "usage: softrdma compare --scenario incast|victim [options]\n"
+	    "usage: softrdma compare --scenario incast|victim|loss [options]\n"
 	    "\n"
 	    "incast:\n"
 	    "N senders write 64 KiB messages to one receiver through one switch port (softrdma\n"
@@ -113,11 +147,15 @@ static void usage(FILE *f)
 	    "(ECN marks, CNPs, rate cuts), with both, and iWARP on the kernel's TCP (ECN on).\n"
 	    "victim: the same without the probe; the first sender also writes to a host whose\n"
 	    "port is idle (the victim flow): PFC, pausing that sender, stops it too.\n"
+	    "loss: the incast's flows (one sender by default) through a switch that drops\n"
+	    "packets at random: RoCEv2 with go-back-N, RoCEv2 with selective repeat, iWARP.\n"
 	    "Needs root (namespaces, TUN devices).\n"
 	    "\n"
-	    "  -n, --senders N      senders, 1..4 (default 2; victim: at least 2)\n"
+	    "  -n, --senders N      senders, 1..4 (default 2, loss 1; victim: at least 2)\n"
 	    "  -r, --rate R         the switch's port rate in bit/s (default 200M)\n"
 	    "  -t, --seconds S      how long each row's traffic runs (default 3)\n"
+	    "  -l, --loss P         loss: the share of packets dropped, as 1% or 0.01\n"
+	    "                       (default 1%; up to 50%)\n"
 	    "      --json FILE      the results as JSON\n"
 	    "      --dcqcn-defaults DCQCN with ConnectX's defaults as they are (by default its\n"
 	    "                       timers are scaled from 25 Gbit/s to --rate)\n"
@@ -225,16 +263,19 @@ static char **row_env(const struct sc *s, const struct row_def *d, char buf[256]
 	size_t n = 0, k = 0;
 	while (environ[n])
 		n++;
-	char **env = calloc(n + 4, sizeof(*env));
+	char **env = calloc(n + 5, sizeof(*env));
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "SOFTRDMA_ECN=", 13) &&
 		    strncmp(environ[i], "SOFTRDMA_DCQCN=", 15) &&
 		    strncmp(environ[i], "SOFTRDMA_STATS=", 15) &&
-		    strncmp(environ[i], "SOFTRDMA_FAULT=", 15))
+		    strncmp(environ[i], "SOFTRDMA_FAULT=", 15) &&
+		    strncmp(environ[i], "SOFTRDMA_SR=", 12))
 			env[k++] = environ[i];
 	env[k++] = "SOFTRDMA_STATS=1";
+	if (!d->iwarp)
+		env[k++] = d->sr ? "SOFTRDMA_SR=1" : "SOFTRDMA_SR=0";
 	if (d->ecn && !d->iwarp) {
 		env[k++] = "SOFTRDMA_ECN=1";
 		double f = REF_RATE / (double)s->rate; /* how much slower this link is */
@@ -447,6 +488,8 @@ static int run_row(struct sc *s, enum row_id id)
 	cfg.sw.kmin = 5000;
 	cfg.sw.kmax = 64 * 1024;
 	cfg.sw.pmax = 0.2;
+	if (s->loss)
+		cfg.sw.loss = s->loss_rate;
 	if (switch_net_create(&net, &cfg, err, sizeof(err)) < 0) {
 		snprintf(r->why, sizeof(r->why), "no switch: %.250s", err);
 		return -1;
@@ -530,6 +573,7 @@ static int run_row(struct sc *s, enum row_id id)
 			sender |= fl[k].from == h && fl[k].kind != F_PROBE;
 		switch_net_stats(net, h, &st);
 		r->drops += st.port.drop_tail + st.port.drop_hold + st.queue_dropped;
+		r->lost += st.port.drop_loss;
 		r->cnps += st.port.tx_prio[CNP_PRIO];
 		if (sender) {
 			r->pauses += st.port.pauses;
@@ -570,8 +614,11 @@ static int run_row(struct sc *s, enum row_id id)
 			r->ok = false;
 			break;
 		}
-		if (!d->iwarp)
+		if (!d->iwarp) {
 			r->resent += log_qp_sum(clog[k], "retransmits");
+			r->sr_resent += log_qp_sum(clog[k], "sr_resent");
+			r->sacks += log_qp_sum(clog[k], "sr_sacks_rcvd");
+		}
 		if (fl[k].kind == F_VICTIM) {
 			r->victim = g;
 			r->victim_app = app;
@@ -579,6 +626,7 @@ static int run_row(struct sc *s, enum row_id id)
 		}
 		r->gbps[nb] = g;
 		r->app_gbps[nb++] = app;
+		r->goodput += app;
 		sum += g;
 		sq += g * g;
 	}
@@ -591,8 +639,54 @@ static int run_row(struct sc *s, enum row_id id)
 
 /* ---- output ---- */
 
+/* The loss scenario's columns: what the programs moved (goodput: acknowledged or, for iWARP,
+ * taken by TCP), what crossed the port (resent packets included), the probe, the packets
+ * the switch dropped, and RoCE's repairs. */
+static void print_loss_table(const struct sc *s, const enum row_id *rows, int nrows)
+{
+	printf("%-27s %9s %9s %16s %7s %8s %8s %7s\n", "fabric", "goodput", "on wire",
+	       "probe p50/p99", "lost", "resent", "holes", "SACKs");
+	printf("%-27s %9s %9s %16s %7s %8s %8s %7s\n", "", "[Mbit/s]", "[Mbit/s]", "[us]", "[pkts]",
+	       "[pkts]", "[pkts]", "");
+	for (int ri = 0; ri < nrows; ri++) {
+		int id = rows[ri];
+		const struct row_res *r = &s->res[id];
+		if (!r->ok) {
+			printf("%-27s not measured: %s\n", row_defs[id].label, r->why);
+			continue;
+		}
+		char probe[40], resent[24], holes[24], sacks[24];
+		snprintf(probe, sizeof(probe), "%.0f / %.0f", r->p50, r->p99);
+		snprintf(resent, sizeof(resent), "%llu", (unsigned long long)r->resent);
+		snprintf(holes, sizeof(holes), "%llu", (unsigned long long)r->sr_resent);
+		snprintf(sacks, sizeof(sacks), "%llu", (unsigned long long)r->sacks);
+		if (row_defs[id].iwarp) {
+			snprintf(resent, sizeof(resent), "TCP's");
+			snprintf(holes, sizeof(holes), "-");
+			snprintf(sacks, sizeof(sacks), "TCP's");
+		}
+		printf("%-27s %9.0f %9.0f %16s %7llu %8s %8s %7s\n", row_defs[id].label,
+		       r->goodput * 1e3, r->total * 1e3, probe, (unsigned long long)r->lost, resent,
+		       holes, sacks);
+	}
+	printf("\nresent: request packets sent again (go-back-N's and selective repeat's); holes: "
+	       "those selective\nrepeat sent for a SACK's hole; goodput: the senders' own figures "
+	       "(an iWARP SEND counts once\nTCP took it).\n");
+}
+
 static void print_table(const struct sc *s)
 {
+	int nrows;
+	const enum row_id *rows = rows_of(s, &nrows);
+	if (s->loss) {
+		printf("\nloss: %u sender%s -> 1 receiver through one %.0f Mbit/s port that drops "
+		       "%.2f %% of all packets at random (either way), MTU 9000, %g s each, a %d B "
+		       "ping-pong through the same port\n\n",
+		       s->senders, s->senders == 1 ? "" : "s", s->rate / 1e6, s->loss_rate * 100,
+		       s->seconds, PROBE_SIZE);
+		print_loss_table(s, rows, nrows);
+		return;
+	}
 	if (s->victim)
 		printf("\nvictim: %u senders -> 1 receiver through one %.0f Mbit/s port; the first "
 		       "sender also sends to an idle host (the victim flow, sharing its sender's "
@@ -610,7 +704,8 @@ static void print_table(const struct sc *s)
 	       "resent");
 	printf("%-27s %9s %-19s %5s %16s %7s %7s %6s %10s %7s\n", "", "[Mbit/s]", "[Mbit/s]", "",
 	       s->victim ? "[Mbit/s]" : "[us]", "", "", "", "[ms]", "[pkts]");
-	for (int id = 0; id < ROW_COUNT; id++) {
+	for (int ri = 0; ri < nrows; ri++) {
+		int id = rows[ri];
 		const struct row_res *r = &s->res[id];
 		if (!r->ok) {
 			printf("%-27s not measured: %s\n", row_defs[id].label, r->why);
@@ -636,6 +731,8 @@ static void print_table(const struct sc *s)
 		       (unsigned long long)r->drops, (unsigned long long)r->marks,
 		       (unsigned long long)r->cnps, r->pause_ms, resent);
 	}
+	if (s->loss)
+		return;
 	if (!s->dcqcn_defaults && s->rate < REF_RATE)
 		printf("\nDCQCN ran with ConnectX's defaults scaled to the link: every time x %.0f "
 		       "(25 Gbit/s / %.0f Mbit/s), byte counter and rate steps / %.0f.\n",
@@ -653,6 +750,41 @@ static void print_summary(const struct sc *s)
 			     *iw = &s->res[ROW_IWARP];
 	double port = (double)s->rate / 1e9;
 	printf("\nSummary:\n");
+	if (s->loss) {
+		const struct row_res *sr = &s->res[ROW_ROCE_SR];
+		if (lossy->ok)
+			printf(
+			    "- RoCEv2 with go-back-N: %.0f Mbit/s of goodput (%.0f %% of the port) "
+			    "for %.0f Mbit/s on the wire; every loss sends what followed it again: "
+			    "%llu packets resent, the switch lost %llu. The probe's p99: %.0f us "
+			    "(IB's ACK timeout).\n",
+			    lossy->goodput * 1e3, lossy->goodput / port * 100, lossy->total * 1e3,
+			    (unsigned long long)lossy->resent, (unsigned long long)lossy->lost,
+			    lossy->p99);
+		if (sr->ok)
+			printf(
+			    "- With selective repeat: %.0f Mbit/s of goodput (%.0f %% of the port) "
+			    "for %.0f Mbit/s on the wire; %llu packets resent (%llu for SACKs' "
+			    "holes), the switch lost %llu: only the lost ones go again, and the "
+			    "ACK timer runs on the measured round trip. The probe's p99: %.0f "
+			    "us.\n",
+			    sr->goodput * 1e3, sr->goodput / port * 100, sr->total * 1e3,
+			    (unsigned long long)sr->resent, (unsigned long long)sr->sr_resent,
+			    (unsigned long long)sr->lost, sr->p99);
+		if (sr->ok && lossy->ok && lossy->goodput > 0)
+			printf(
+			    "- Selective repeat gave %.2fx go-back-N's goodput, resending %.2fx as "
+			    "many packets.\n",
+			    sr->goodput / lossy->goodput,
+			    lossy->resent ? (double)sr->resent / (double)lossy->resent : 0);
+		if (iw->ok)
+			printf(
+			    "- iWARP on TCP: %.0f Mbit/s of goodput (%.0f %% of the port), the "
+			    "probe's p99 %.0f us; TCP's SACKs and fast retransmit do for it what "
+			    "selective repeat does for RoCE.\n",
+			    iw->goodput * 1e3, iw->goodput / port * 100, iw->p99);
+		return;
+	}
 	if (s->victim) {
 		if (lossy->ok)
 			printf(
@@ -715,12 +847,20 @@ static int write_json(const struct sc *s)
 	struct strbuf b = {0};
 	sb_add(&b,
 	       "{\"scenario\": \"%s\", \"senders\": %u, \"rate_bps\": %llu, \"seconds\": %g, "
-	       "\"message_bytes\": %d, \"probe_bytes\": %d, \"rows\": [",
-	       s->victim ? "victim" : "incast", s->senders, (unsigned long long)s->rate, s->seconds,
-	       MSG_SIZE, PROBE_SIZE);
-	for (int id = 0; id < ROW_COUNT; id++) {
+	       "\"message_bytes\": %d, \"probe_bytes\": %d, ",
+	       s->loss	   ? "loss"
+	       : s->victim ? "victim"
+			   : "incast",
+	       s->senders, (unsigned long long)s->rate, s->seconds, MSG_SIZE, PROBE_SIZE);
+	if (s->loss)
+		sb_add(&b, "\"loss\": %g, ", s->loss_rate);
+	sb_add(&b, "\"rows\": [");
+	int nrows;
+	const enum row_id *rows = rows_of(s, &nrows);
+	for (int ri = 0; ri < nrows; ri++) {
+		int id = rows[ri];
 		const struct row_res *r = &s->res[id];
-		sb_add(&b, "%s\n  {\"id\": \"%s\", \"label\": ", id ? "," : "", row_defs[id].id);
+		sb_add(&b, "%s\n  {\"id\": \"%s\", \"label\": ", ri ? "," : "", row_defs[id].id);
 		sb_json_str(&b, row_defs[id].label);
 		sb_add(&b, ", \"ok\": %s", r->ok ? "true" : "false");
 		if (!r->ok) {
@@ -735,7 +875,8 @@ static int write_json(const struct sc *s)
 		sb_add(&b, "], \"app_shares_gbps\": [");
 		for (unsigned i = 0; i < s->senders; i++)
 			sb_add(&b, "%s%.6f", i ? ", " : "", r->app_gbps[i]);
-		sb_add(&b, "], \"jain\": %.4f, ", r->jain);
+		sb_add(&b, "], \"jain\": %.4f, \"goodput_gbps\": %.6f, \"lost\": %llu, ", r->jain,
+		       r->goodput, (unsigned long long)r->lost);
 		if (s->victim)
 			sb_add(&b, "\"victim_gbps\": %.6f, \"victim_app_gbps\": %.6f, ", r->victim,
 			       r->victim_app);
@@ -749,7 +890,9 @@ static int write_json(const struct sc *s)
 		       (unsigned long long)r->cnps, (unsigned long long)r->pauses, r->pause_ms,
 		       r->queue_max_kib);
 		if (!row_defs[id].iwarp)
-			sb_add(&b, ", \"resent\": %llu", (unsigned long long)r->resent);
+			sb_add(&b, ", \"resent\": %llu, \"sr_resent\": %llu, \"sacks\": %llu",
+			       (unsigned long long)r->resent, (unsigned long long)r->sr_resent,
+			       (unsigned long long)r->sacks);
 		sb_add(&b, "}");
 	}
 	sb_add(&b, "\n]}\n");
@@ -780,26 +923,50 @@ static int parse(struct sc *s, int argc, char **argv)
 					     {"seconds", required_argument, NULL, 't'},
 					     {"json", required_argument, NULL, O_JSON},
 					     {"dcqcn-defaults", no_argument, NULL, O_DEFAULTS},
+					     {"loss", required_argument, NULL, 'l'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	uint64_t v;
 	int c;
+	bool senders_set = false;
 	s->senders = 2;
 	s->rate = 200000000;
 	s->seconds = 3;
+	s->loss_rate = 0.01;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:r:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:r:t:l:h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_SCENARIO:
-			if (strcmp(optarg, "incast") && strcmp(optarg, "victim")) {
+			if (strcmp(optarg, "incast") && strcmp(optarg, "victim") &&
+			    strcmp(optarg, "loss")) {
 				fprintf(stderr,
 					"softrdma compare: unknown scenario '%s' (there are: "
-					"incast, victim)\n",
+					"incast, victim, loss)\n",
 					optarg);
 				return 2;
 			}
 			s->victim = !strcmp(optarg, "victim");
+			s->loss = !strcmp(optarg, "loss");
 			break;
+		case 'l': {
+			char *end;
+			errno = 0;
+			double p = strtod(optarg, &end);
+			if (end != optarg && *end == '%') {
+				p /= 100;
+				end++;
+			}
+			if (errno || end == optarg || *end || !(p >= 0 && p <= 0.5)) {
+				fprintf(
+				    stderr,
+				    "softrdma compare: bad --loss '%s' (a share of packets: 1%% "
+				    "or 0.01, at most 50%%)\n",
+				    optarg);
+				return 2;
+			}
+			s->loss_rate = p;
+			break;
+		}
 		case 'n':
 			if (parse_count(optarg, &v) || v < 1 || v > MAX_SENDERS) {
 				fprintf(stderr, "softrdma compare: bad --senders '%s' (1..%d)\n",
@@ -807,6 +974,7 @@ static int parse(struct sc *s, int argc, char **argv)
 				return 2;
 			}
 			s->senders = (unsigned)v;
+			senders_set = true;
 			break;
 		case 'r':
 			if (parse_count(optarg, &v) || v < 1000000 || v > 100000000000ull) {
@@ -844,6 +1012,8 @@ static int parse(struct sc *s, int argc, char **argv)
 		fprintf(stderr, "softrdma compare: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (s->loss && !senders_set)
+		s->senders = 1;
 	if (s->victim && s->senders < 2) {
 		fprintf(stderr, "softrdma compare: the victim scenario needs --senders 2 or more "
 				"(one sender congests nothing)\n");
@@ -861,7 +1031,11 @@ int scenario_main(int argc, char **argv)
 		return r == 1 ? 0 : 2;
 	char why[256];
 	if (switch_net_available(why, sizeof(why))) {
-		fprintf(stderr, "softrdma compare: the incast scenario needs a switch: %s\n", why);
+		fprintf(stderr, "softrdma compare: the %s scenario needs a switch: %s\n",
+			s.loss	   ? "loss"
+			: s.victim ? "victim"
+				   : "incast",
+			why);
 		return 1;
 	}
 	if (tool_self_and_tmpdir("compare", s.self, sizeof(s.self), s.tmp, sizeof(s.tmp),
@@ -869,11 +1043,12 @@ int scenario_main(int argc, char **argv)
 		return 1;
 	struct tool_signals sigs;
 	tool_signals_catch(&sigs, on_signal);
-	int measured = 0;
-	for (int id = 0; id < ROW_COUNT && !stop_signal; id++) {
-		fprintf(stderr, "[%d/%d] %s, %g s...\n", id + 1, ROW_COUNT, row_defs[id].label,
+	int measured = 0, nrows;
+	const enum row_id *rows = rows_of(&s, &nrows);
+	for (int i = 0; i < nrows && !stop_signal; i++) {
+		fprintf(stderr, "[%d/%d] %s, %g s...\n", i + 1, nrows, row_defs[rows[i]].label,
 			s.seconds);
-		if (run_row(&s, (enum row_id)id) == 0)
+		if (run_row(&s, rows[i]) == 0)
 			measured++;
 	}
 	tool_signals_restore(&sigs);
@@ -903,5 +1078,5 @@ int scenario_main(int argc, char **argv)
 			return 1;
 		}
 	}
-	return measured == ROW_COUNT ? 0 : 1;
+	return measured == nrows ? 0 : 1;
 }

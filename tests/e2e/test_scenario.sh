@@ -4,7 +4,9 @@
 # Every fabric must be measured, and
 # the figures must be those of the fabric: the senders never get more than the port carries,
 # PFC pauses and drops nothing, the DCQCN rows carry CNPs and marks, the rows without ECN
-# none. Then bad usage. Needs root and /dev/net/tun (exit 77 otherwise).
+# none. Then the loss scenario: 2 % random loss, where go-back-N resends more than selective
+# repeat, which must have been agreed on (its resends of holes, its SACKs) while the
+# go-back-N row shows none. Then bad usage. Needs root and /dev/net/tun (exit 77 otherwise).
 # Usage: test_scenario.sh BUILD_DIR
 set -u
 build=${1:?build directory}
@@ -20,7 +22,8 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
 for args in "--scenario fire" "--scenario incast --senders 9" "--scenario incast --rate 1k" \
-	"--scenario incast --seconds 0" "--scenario incast extra" "--scenario victim -n 1"; do
+	"--scenario incast --seconds 0" "--scenario incast extra" "--scenario victim -n 1" \
+	"--scenario loss --loss 60%" "--scenario loss --loss x" "--scenario loss --loss -1"; do
 	# shellcheck disable=SC2086
 	"$sr" compare $args >"$tmp/usage.out" 2>&1
 	rc=$?
@@ -80,4 +83,45 @@ if not bad:
 sys.exit(1 if bad else 0)
 PY
 done
+
+timeout 240 "$sr" compare --scenario loss --loss 2% --seconds 1 --json "$tmp/loss.json" \
+	>"$tmp/loss.out" 2>&1
+rc=$?
+cat "$tmp/loss.out"
+[ $rc -eq 0 ] || bad "compare --scenario loss exited $rc"
+python3 - "$tmp/loss.json" <<'PY' || fail=1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = {r["id"]: r for r in doc["rows"]}
+bad = []
+def check(cond, what):
+    if not cond:
+        bad.append(what)
+check(doc["scenario"] == "loss" and abs(doc["loss"] - 0.02) < 1e-9, "scenario %s loss %s" % (doc["scenario"], doc.get("loss")))
+check(set(rows) == {"roce", "roce_sr", "iwarp"}, "rows: %s" % sorted(rows))
+port = doc["rate_bps"] / 1e9
+for id, r in rows.items():
+    check(r["ok"], "%s not measured: %s" % (id, r.get("error")))
+    if not r["ok"]:
+        continue
+    check(0 < r["throughput_gbps"] <= port * 1.01, "%s: %.3f Gbit/s" % (id, r["throughput_gbps"]))
+    check(r["lost"] > 0, "%s: the switch lost nothing at 2 %%" % id)
+    check(r["goodput_gbps"] > 0, "%s: no goodput" % id)
+    check(r["pauses"] == 0, "%s: paused" % id)
+    if id != "iwarp":
+        check(r["marks"] == 0, "%s: marks without ECN" % id)
+gbn, sr = rows.get("roce", {}), rows.get("roce_sr", {})
+if gbn.get("ok") and sr.get("ok"):
+    check(gbn["sr_resent"] == 0 and gbn["sacks"] == 0, "go-back-N row used selective repeat")
+    check(sr["sr_resent"] > 0 and sr["sacks"] > 0, "selective repeat was not agreed on (no SACK, no hole resent)")
+    check(gbn["resent"] > 0, "go-back-N resent nothing")
+    # Per packet dropped: go-back-N resends the window after each loss, selective repeat the lost one.
+    check(sr["resent"] / max(sr["lost"], 1) < gbn["resent"] / max(gbn["lost"], 1),
+          "selective repeat resent %d for %d lost, go-back-N %d for %d" % (sr["resent"], sr["lost"], gbn["resent"], gbn["lost"]))
+for b in bad:
+    print("FAIL: loss", b)
+if not bad:
+    print("ok   loss: 3 rows measured; selective repeat agreed on and resends less per drop than go-back-N")
+sys.exit(1 if bad else 0)
+PY
 exit $fail
