@@ -927,8 +927,7 @@ int cm_id_check(const struct rdma_cm_id *rid)
 	return live ? 0 : -ENOENT;
 }
 
-/* Takes the lock and finds the live id at rid: NULL (lock released, errno set) if none. */
-static struct cm_id *id_lock(struct rdma_cm_id *rid)
+struct cm_id *cm_id_lock(struct rdma_cm_id *rid)
 {
 	if (!rid) {
 		errno = EINVAL;
@@ -1063,7 +1062,7 @@ static void orphan_children(struct cm_id *lis)
 
 int sr_rdma_destroy_id(struct rdma_cm_id *rid)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (id->id.event) {
@@ -1111,7 +1110,7 @@ __attribute__((destructor(200))) static void cm_at_exit(void)
 
 int sr_rdma_migrate_id(struct rdma_cm_id *rid, struct rdma_event_channel *channel)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (id->sync && !channel) {
@@ -1244,7 +1243,7 @@ static int bind_locked(struct cm_id *id, const struct sockaddr *sa)
 
 int sr_rdma_bind_addr(struct rdma_cm_id *rid, struct sockaddr *addr)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (!addr) {
@@ -1285,7 +1284,7 @@ static int route_source(const uint8_t dst[16], bool v6, uint8_t src[16])
 int sr_rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
 			 struct sockaddr *dst_addr, int timeout_ms)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	uint8_t dst[16];
@@ -1351,7 +1350,7 @@ CM_ALIAS(resolve_addr);
 int sr_rdma_resolve_route(struct rdma_cm_id *rid, int timeout_ms)
 {
 	(void)timeout_ms;
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (id->state != CM_ADDR_RESOLVED) {
@@ -1389,7 +1388,7 @@ CM_ALIAS(resolve_route);
 
 int sr_rdma_listen(struct rdma_cm_id *rid, int backlog)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	int err = 0;
@@ -1562,7 +1561,7 @@ static int connect_rc_params(struct cm_id *id, const struct rdma_conn_param *p)
 
 int sr_rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	int err = id->state != CM_ROUTE_RESOLVED ? EINVAL
@@ -1671,7 +1670,7 @@ static int accept_ud(struct cm_id *id, const struct rdma_conn_param *p)
 
 int sr_rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (cm_is_ud(id)) {
@@ -1727,7 +1726,7 @@ CM_ALIAS(accept);
 
 int sr_rdma_reject(struct rdma_cm_id *rid, const void *private_data, uint8_t private_data_len)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	int r = -EINVAL;
@@ -1741,7 +1740,7 @@ CM_ALIAS(reject);
 
 int sr_rdma_disconnect(struct rdma_cm_id *rid)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (cm_is_ud(id)) {
@@ -1769,7 +1768,7 @@ CM_ALIAS(disconnect);
 
 int sr_rdma_establish(struct rdma_cm_id *rid)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (rid->qp) {
@@ -1788,7 +1787,7 @@ CM_ALIAS(establish);
 
 int sr_rdma_notify(struct rdma_cm_id *rid, enum ibv_event_type event)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	/* IB CM: data arriving before the RTU establishes the connection (COMM_EST). */
@@ -1801,7 +1800,7 @@ CM_ALIAS(notify);
 
 int sr_rdma_set_option(struct rdma_cm_id *rid, int level, int optname, void *optval, size_t optlen)
 {
-	struct cm_id *id = id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (!optval || level != RDMA_OPTION_ID) {
@@ -1856,7 +1855,7 @@ CM_ALIAS(set_option);
 static __be16 id_port(struct rdma_cm_id *rid, bool src)
 {
 	__be16 port = 0;
-	if (!id_lock(rid))
+	if (!cm_id_lock(rid))
 		return 0;
 	const struct rdma_addr *a = &rid->route.addr;
 	const struct sockaddr *sa = src ? &a->src_addr : &a->dst_addr;

@@ -431,6 +431,9 @@ struct cm_id {
 #define CM_LEFT_MAX 8
 /* The live id at rid, or NULL. Under the lock. */
 struct cm_id *cm_id_live(const struct rdma_cm_id *rid);
+/* Takes the lock and finds the live id at rid: NULL, the lock released and errno set (EINVAL
+ * for NULL, ENOENT for no live id), if there is none. */
+struct cm_id *cm_id_lock(struct rdma_cm_id *rid);
 /* The same, taking the lock: 0, -EINVAL for NULL, -ENOENT for no live id. */
 int cm_id_check(const struct rdma_cm_id *rid);
 

@@ -16,26 +16,9 @@
 
 #include "wire/roce/ece.h"
 
-/* Takes the lock and finds the live id at rid (cm.h "The application's handles"): NULL, the
- * lock released and errno set (EINVAL for NULL, ENOENT for no live id), if there is none. */
-static struct cm_id *ece_id_lock(struct rdma_cm_id *rid)
-{
-	if (!rid) {
-		errno = EINVAL;
-		return NULL;
-	}
-	cm_lock();
-	struct cm_id *id = cm_id_live(rid);
-	if (!id) {
-		cm_unlock();
-		errno = ENOENT;
-	}
-	return id;
-}
-
 int sr_rdma_set_local_ece(struct rdma_cm_id *rid, struct ibv_ece *ece)
 {
-	struct cm_id *id = ece_id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	/* librdmacm: only before the id has a QP, with a vendor ID and no unknown fields. */
@@ -53,7 +36,7 @@ CM_ALIAS(set_local_ece);
 
 int sr_rdma_get_remote_ece(struct rdma_cm_id *rid, struct ibv_ece *ece)
 {
-	struct cm_id *id = ece_id_lock(rid);
+	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	if (rid->qp || !ece) {
