@@ -1,5 +1,6 @@
-/* `softrdma report RESULT.json [-o FILE.html]`: the HTML report of a `softrdma compare` result
- * (the format is documented in report.h).
+/* `softrdma report RESULT.json [-o FILE.html]`: the HTML report of a `softrdma compare` result,
+ * or of one or several `softrdma compare --scenario` results in one page (both formats are
+ * documented in report.h).
  *
  * The input is untrusted (a file someone sent): every string goes through esc(), every number
  * is checked before it is used as a coordinate, and every list is capped, so a hostile file
@@ -386,6 +387,25 @@ static const char *fplain(char *buf, size_t n, double v)
 {
 	snprintf(buf, n, "%g", v);
 	return buf;
+}
+
+/* A linear axis from 0 to a round number at or above hi (1 if hi <= 0), in five steps. */
+static void linear_axis(struct axis *a, double hi)
+{
+	double top = hi > 0 ? hi : 1, mag = ipow(10, (int)flr(lg10(top))), nice = mag;
+	static const double mult[] = {1, 2, 2.5, 5, 10};
+	char b[32];
+	for (size_t i = 0; i < sizeof(mult) / sizeof(mult[0]); i++)
+		if (mult[i] * mag >= top) {
+			nice = mult[i] * mag;
+			break;
+		}
+	a->t0 = 0;
+	if (!is_finite(nice))
+		nice = top; /* top near DBL_MAX: no rounder number above it */
+	a->t1 = nice;
+	for (int i = 0; i <= 5; i++)
+		add_tick(a, nice / 5 * i, true, fplain(b, sizeof(b), nice / 5 * i));
 }
 
 static const char *fus(char *buf, size_t n, double v)
@@ -947,20 +967,7 @@ static int section_loss(struct report *r)
 		for (size_t c = 0; c < ncat; c++)
 			add_tick(&p.x, (double)c, true, fpct(b, sizeof(b), cat[c]));
 		p.x.title = "packet loss (each direction, categories)";
-		/* y: linear from 0 to a round number above the maximum. */
-		double top = hi > 0 ? hi : 1, mag = ipow(10, (int)flr(lg10(top))), nice = mag;
-		static const double mult[] = {1, 2, 2.5, 5, 10};
-		for (size_t i = 0; i < sizeof(mult) / sizeof(mult[0]); i++)
-			if (mult[i] * mag >= top) {
-				nice = mult[i] * mag;
-				break;
-			}
-		p.y.t0 = 0;
-		if (!is_finite(nice))
-			nice = top; /* top near DBL_MAX: no rounder number above it */
-		p.y.t1 = nice;
-		for (int i = 0; i <= 5; i++)
-			add_tick(&p.y, nice / 5 * i, true, fplain(b, sizeof(b), nice / 5 * i));
+		linear_axis(&p.y, hi);
 		p.y.title = "goodput (Gbit/s, linear)";
 		draw_plot(r, &p);
 	}
@@ -1058,7 +1065,32 @@ static const char css[] =
     "svg.plot .grid.minor{stroke:#eef1f5;stroke-dasharray:3 3}"
     "svg.plot text{fill:var(--fg)}svg.plot .title{fill:var(--muted);font-size:13px}"
     "svg.plot .error-point{fill:none}"
+    "svg.plot .ref{stroke:#b00020;stroke-width:1.5;stroke-dasharray:6 4}"
+    "svg.plot .reflabel{fill:#b00020}svg.plot .p50{stroke:#1d2330;stroke-width:2}"
+    "svg.plot .err{fill:var(--err)}svg.plot .val{fill:var(--fg)}"
+    "td.na{color:var(--muted)}a{color:#0b5cad}table.sc th,table.sc td{padding:4px 7px}"
+    "svg.plot .val{paint-order:stroke;stroke:#fff;stroke-width:3px}"
+    "h3.plot{font-size:15px;margin:22px 0 0}"
     "footer{margin-top:40px;color:var(--muted);font-size:12px}";
+
+/* The page up to the text of its <title>. No script may run and nothing may be fetched: the
+ * page is data only (CSP level 2). */
+static void page_open(FILE *out)
+{
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+	      "style-src 'unsafe-inline'; img-src data:\">\n"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	      "<meta name=\"generator\" content=\"softrdma report\">\n"
+	      "<link rel=\"icon\" href=\"data:,\">\n<title>",
+	      out);
+}
+
+/* From the end of the <title> to the opening of <main>. */
+static void page_body(FILE *out)
+{
+	fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", css);
+}
 
 static void facts(struct report *r)
 {
@@ -1153,12 +1185,18 @@ int report_html(const struct json *doc, FILE *out, char *err, size_t errlen)
 		       "not a softrdma compare result: the top level is not an object");
 		return -EINVAL;
 	}
+	if (report_is_scenario(doc))
+		return report_scenarios_html(&doc, NULL, 1, out, err, errlen);
 	const struct json *schema = json_get(doc, "schema");
 	if (json_num(schema, -1) != 1) {
 		if (json_type(schema) == JSON_NUMBER)
 			seterr(err, errlen,
 			       "schema version %g is not supported (this softrdma reads 1)",
 			       json_num(schema, 0));
+		else if (json_get(doc, "scenario") && json_get(doc, "rows"))
+			seterr(err, errlen,
+			       "a scenario result from before its format had \"tool\" and "
+			       "\"schema\": run the scenario again");
 		else
 			seterr(err, errlen, "not a softrdma compare result: no \"schema\": 1");
 		return -EINVAL;
@@ -1173,14 +1211,8 @@ int report_html(const struct json *doc, FILE *out, char *err, size_t errlen)
 
 	const char *hostname = json_str(json_get(json_get(doc, "host"), "name"));
 	const char *started = json_str(json_get(doc, "started"));
-	/* No script may run and nothing may be fetched: the page is data only (CSP level 2). */
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-	      "style-src 'unsafe-inline'; img-src data:\">\n"
-	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-	      "<meta name=\"generator\" content=\"softrdma report\">\n"
-	      "<link rel=\"icon\" href=\"data:,\">\n<title>softrdma compare",
-	      out);
+	page_open(out);
+	fputs("softrdma compare", out);
 	if (hostname) {
 		fputs(": ", out);
 		esc(out, hostname);
@@ -1189,8 +1221,8 @@ int report_html(const struct json *doc, FILE *out, char *err, size_t errlen)
 		fputs(", ", out);
 		esc(out, started);
 	}
-	fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n<header>\n", css);
-	fputs("<h1>", out);
+	page_body(out);
+	fputs("<header>\n<h1>", out);
 	for (size_t i = 0; i < r.ntp; i++) {
 		if (i)
 			fputs(" vs ", out);
@@ -1255,16 +1287,805 @@ int report_html(const struct json *doc, FILE *out, char *err, size_t errlen)
 	return 0;
 }
 
+/* ==== Scenario results (report.h, second part) ====
+ *
+ * Parse, validate, render: sc_check reads and checks a whole file before a byte of the page is
+ * written, so a malformed file is refused with the member at fault and the renderer below can
+ * trust the types and ranges (it still treats every string as hostile). */
+
+#define SC_TOOL	       "softrdma compare --scenario"
+#define SC_MAX_FILES   64
+#define SC_MAX_ROWS    64
+#define SC_MAX_SENDERS 64
+#define SC_MAX_NUM     1e15 /* any figure: far above a real one, far below overflow in x1000 */
+#define SC_LABEL_CP    30   /* row labels in charts: code points shown before an ellipsis */
+#define SC_CUT_MAX     64   /* the most esc_cut shows */
+
+enum sc_kind { SC_INCAST, SC_VICTIM, SC_LOSS };
+static const char *const sc_kind_name[] = {"incast", "victim", "loss"};
+
+/* A scenario result that passed sc_check: the parameters the page shows, read once. */
+struct sc_doc {
+	const struct json *doc, *rows;
+	const char *name; /* what to call the file (untrusted); NULL: none */
+	enum sc_kind kind;
+	double senders, rate_bps, seconds, msg, probe, loss, duration; /* NONE if absent */
+	const char *started;
+	size_t nrows, measured;
+	bool probe_any; /* a measured row has probe_p99_us */
+};
+
+/* The figures of a measured row: the key and the upper bound of its value. */
+static const struct {
+	const char *key;
+	double max;
+} sc_figures[] = {
+    {"throughput_gbps", SC_MAX_NUM},
+    {"goodput_gbps", SC_MAX_NUM},
+    {"jain", 1.01},
+    {"lost", SC_MAX_NUM},
+    {"probe_p50_us", SC_MAX_NUM},
+    {"probe_p99_us", SC_MAX_NUM},
+    {"victim_gbps", SC_MAX_NUM},
+    {"victim_app_gbps", SC_MAX_NUM},
+    {"drops", SC_MAX_NUM},
+    {"marks", SC_MAX_NUM},
+    {"cnps", SC_MAX_NUM},
+    {"pauses", SC_MAX_NUM},
+    {"pause_ms", SC_MAX_NUM},
+    {"queue_max_kib", SC_MAX_NUM},
+    {"resent", SC_MAX_NUM},
+    {"sr_resent", SC_MAX_NUM},
+    {"sacks", SC_MAX_NUM},
+};
+
+/* Colours by row id, the same in every section of a sweep; unknown ids are grey. */
+static const char *const sc_ids[] = {"roce",	       "roce_pfc", "roce_dcqcn",
+				     "roce_pfc_dcqcn", "roce_sr",  "iwarp"};
+
+static const char *sc_colour(const char *id)
+{
+	for (size_t i = 0; id && i < sizeof(sc_ids) / sizeof(sc_ids[0]); i++)
+		if (strcmp(id, sc_ids[i]) == 0)
+			return palette[i % NPALETTE];
+	return GREY_UNKWN;
+}
+
+/* Member key of o: *v its value if it is a number in [lo, hi], NONE if it is absent or null
+ * (an error if required). Else -EINVAL with "WHEREkey: why" in err. */
+static int sc_num(const struct json *o, const char *where, const char *key, double lo, double hi,
+		  bool required, double *v, char *err, size_t errlen)
+{
+	const struct json *m = json_get(o, key);
+	*v = NONE;
+	if (json_type(m) == JSON_NULL) {
+		if (!required)
+			return 0;
+		seterr(err, errlen, "%s\"%s\": missing", where, key);
+		return -EINVAL;
+	}
+	if (json_type(m) != JSON_NUMBER) {
+		seterr(err, errlen, "%s\"%s\": not a number", where, key);
+		return -EINVAL;
+	}
+	double x = json_num(m, NONE);
+	if (!(x >= lo && x <= hi)) {
+		seterr(err, errlen, "%s\"%s\": %g is out of range (%g to %g)", where, key, x, lo,
+		       hi);
+		return -EINVAL;
+	}
+	*v = x;
+	return 0;
+}
+
+/* Member key of o as a string: *v (NULL if absent or null and not required). */
+static int sc_str(const struct json *o, const char *where, const char *key, bool required,
+		  const char **v, char *err, size_t errlen)
+{
+	const struct json *m = json_get(o, key);
+	*v = json_str(m);
+	if (*v || (json_type(m) == JSON_NULL && !required))
+		return 0;
+	seterr(err, errlen, "%s\"%s\": %s", where, key,
+	       json_type(m) == JSON_NULL ? "missing" : "not a string");
+	return -EINVAL;
+}
+
+/* An array of at most SC_MAX_SENDERS figures in Gbit/s, or absent. */
+static int sc_shares(const struct json *row, const char *where, const char *key, char *err,
+		     size_t errlen)
+{
+	const struct json *a = json_get(row, key);
+	if (json_type(a) == JSON_NULL)
+		return 0;
+	if (json_type(a) != JSON_ARRAY || json_len(a) > SC_MAX_SENDERS) {
+		seterr(err, errlen, "%s\"%s\": not an array of at most %d numbers", where, key,
+		       SC_MAX_SENDERS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < json_len(a); i++) {
+		double x = json_num(json_at(a, i), -1);
+		if (!(x >= 0 && x <= SC_MAX_NUM)) {
+			seterr(err, errlen, "%s\"%s\"[%zu]: not a number from 0 to %g", where, key,
+			       i, SC_MAX_NUM);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int sc_check_row(struct sc_doc *d, size_t i, char *err, size_t errlen)
+{
+	const struct json *row = json_at(d->rows, i);
+	char where[32];
+	const char *s;
+	double v;
+	snprintf(where, sizeof(where), "rows[%zu].", i);
+	if (json_type(row) != JSON_OBJECT) {
+		seterr(err, errlen, "rows[%zu]: not an object", i);
+		return -EINVAL;
+	}
+	if (sc_str(row, where, "id", true, &s, err, errlen) ||
+	    sc_str(row, where, "label", true, &s, err, errlen))
+		return -EINVAL;
+	const struct json *ok = json_get(row, "ok");
+	if (json_type(ok) != JSON_BOOL) {
+		seterr(err, errlen, "%s\"ok\": %s", where,
+		       json_type(ok) == JSON_NULL ? "missing" : "not true or false");
+		return -EINVAL;
+	}
+	if (!json_bool(ok, false))
+		return sc_str(row, where, "error", false, &s, err, errlen);
+	for (size_t k = 0; k < sizeof(sc_figures) / sizeof(sc_figures[0]); k++) {
+		bool required =
+		    strcmp(sc_figures[k].key, "throughput_gbps") == 0 ||
+		    (d->kind == SC_LOSS && strcmp(sc_figures[k].key, "goodput_gbps") == 0);
+		if (sc_num(row, where, sc_figures[k].key, 0, sc_figures[k].max, required, &v, err,
+			   errlen))
+			return -EINVAL;
+	}
+	if (sc_shares(row, where, "shares_gbps", err, errlen) ||
+	    sc_shares(row, where, "app_shares_gbps", err, errlen))
+		return -EINVAL;
+	d->measured++;
+	d->probe_any |= json_type(json_get(row, "probe_p99_us")) == JSON_NUMBER;
+	return 0;
+}
+
+/* Reads and checks d->doc (report.h); 0, or -EINVAL with the reason in err. */
+static int sc_check(struct sc_doc *d, char *err, size_t errlen)
+{
+	const struct json *doc = d->doc;
+	const char *s;
+	if (json_type(doc) != JSON_OBJECT) {
+		seterr(err, errlen, "not a scenario result: the top level is not an object");
+		return -EINVAL;
+	}
+	if (!report_is_scenario(doc)) {
+		const char *tool = json_str(json_get(doc, "tool"));
+		if (tool && strcmp(tool, "softrdma compare") == 0)
+			seterr(err, errlen,
+			       "a compare result, which makes a page of its own: "
+			       "several files must all be scenario results");
+		else
+			seterr(err, errlen,
+			       "not a scenario result: \"tool\" is not \"" SC_TOOL "\"");
+		return -EINVAL;
+	}
+	const struct json *schema = json_get(doc, "schema");
+	if (json_num(schema, -1) != 1) {
+		if (json_type(schema) == JSON_NUMBER)
+			seterr(err, errlen,
+			       "schema version %g is not supported (this softrdma reads 1)",
+			       json_num(schema, 0));
+		else
+			seterr(err, errlen, "not a scenario result: no \"schema\": 1");
+		return -EINVAL;
+	}
+	if (sc_str(doc, "", "scenario", true, &s, err, errlen))
+		return -EINVAL;
+	size_t k = 0;
+	while (k < 3 && strcmp(s, sc_kind_name[k]))
+		k++;
+	if (k == 3) {
+		seterr(err, errlen, "\"scenario\": not \"incast\", \"victim\" or \"loss\"");
+		return -EINVAL;
+	}
+	d->kind = (enum sc_kind)k;
+	if (sc_num(doc, "", "senders", 1, SC_MAX_SENDERS, true, &d->senders, err, errlen) ||
+	    sc_num(doc, "", "rate_bps", 1, SC_MAX_NUM, true, &d->rate_bps, err, errlen) ||
+	    sc_num(doc, "", "seconds", 0, 1e9, true, &d->seconds, err, errlen) ||
+	    sc_num(doc, "", "message_bytes", 0, SC_MAX_NUM, false, &d->msg, err, errlen) ||
+	    sc_num(doc, "", "probe_bytes", 0, SC_MAX_NUM, false, &d->probe, err, errlen) ||
+	    sc_num(doc, "", "duration_s", 0, SC_MAX_NUM, false, &d->duration, err, errlen) ||
+	    sc_num(doc, "", "loss", 0, 1, d->kind == SC_LOSS, &d->loss, err, errlen) ||
+	    sc_str(doc, "", "started", false, &d->started, err, errlen))
+		return -EINVAL;
+	if ((double)(int)d->senders != d->senders) {
+		seterr(err, errlen, "\"senders\": %g is not a whole number", d->senders);
+		return -EINVAL;
+	}
+	d->rows = json_get(doc, "rows");
+	if (json_type(d->rows) != JSON_ARRAY) {
+		seterr(err, errlen, "\"rows\": %s",
+		       json_type(d->rows) == JSON_NULL ? "missing" : "not an array");
+		return -EINVAL;
+	}
+	d->nrows = json_len(d->rows);
+	if (d->nrows == 0 || d->nrows > SC_MAX_ROWS) {
+		seterr(err, errlen, "\"rows\": %zu rows (1 to %d)", d->nrows, SC_MAX_ROWS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < d->nrows; i++)
+		if (sc_check_row(d, i, err, errlen))
+			return -EINVAL;
+	return 0;
+}
+
+bool report_is_scenario(const struct json *doc)
+{
+	const char *tool = json_str(json_get(doc, "tool"));
+	return tool && strcmp(tool, SC_TOOL) == 0;
+}
+
+/* ---- scenario: text ---- */
+
+/* A figure of row in display units (times scale), or NONE. */
+static double fig(const struct json *row, const char *key, double scale)
+{
+	const struct json *v = json_get(row, key);
+	return json_type(v) == JSON_NUMBER ? json_num(v, 0) * scale : NONE;
+}
+
+/* A rate in bit/s as "200 Mbit/s" or "25 Gbit/s". */
+static const char *fbps(char *buf, size_t n, double bps)
+{
+	char b[32];
+	if (bps >= 1e9)
+		snprintf(buf, n, "%s Gbit/s", frate(b, sizeof(b), bps / 1e9));
+	else
+		snprintf(buf, n, "%s Mbit/s", frate(b, sizeof(b), bps / 1e6));
+	return buf;
+}
+
+/* s, escaped, cut after max code points with an ellipsis (the input is valid UTF-8: the JSON
+ * parser checked it). */
+static void esc_cut(FILE *out, const char *s, size_t max)
+{
+	char buf[4 * SC_CUT_MAX + 1]; /* UTF-8: at most 4 bytes a code point */
+	size_t cp = 0, i = 0;
+	if (!s)
+		return;
+	if (max > SC_CUT_MAX)
+		max = SC_CUT_MAX;
+	for (; s[i] && i < sizeof(buf) - 1; i++) { /* the bound: should a tree hold bad UTF-8 */
+		if (((unsigned char)s[i] & 0xc0) != 0x80 && cp++ == max)
+			break;
+		buf[i] = s[i];
+	}
+	buf[i] = '\0';
+	esc(out, buf);
+	if (s[i])
+		fputs("\u2026", out);
+}
+
+static void sc_heading(FILE *o, const struct sc_doc *d)
+{
+	char r[48], b[32];
+	unsigned n = (unsigned)d->senders;
+	fprintf(o, "%s: %u sender%s \u2192 1 receiver", sc_kind_name[d->kind], n,
+		n == 1 ? "" : "s");
+	if (d->kind == SC_VICTIM)
+		fputs(" and a victim flow", o);
+	fprintf(o, ", %s port", fbps(r, sizeof(r), d->rate_bps));
+	if (d->kind == SC_LOSS)
+		fprintf(o, " dropping %s at random", fpct(b, sizeof(b), d->loss * 100));
+	fprintf(o, ", %g s per row", d->seconds);
+}
+
+static const char *const sc_what[] = {
+    [SC_INCAST] = "The senders write to one receiver through one switch port while a small "
+		  "ping-pong (the probe) crosses the same port; once per fabric configuration, "
+		  "each on a fresh switch.",
+    [SC_VICTIM] = "The incast without the probe; the first sender also writes to a host whose "
+		  "port is idle (the victim flow). It shares only its sender's link with the "
+		  "congested traffic: PFC, pausing that sender, stops it too.",
+    [SC_LOSS] = "The senders' flows through a switch that drops packets at random, in both "
+		"directions, with a ping-pong (the probe) through the same port: RoCEv2 with "
+		"go-back-N, with selective repeat, and iWARP on TCP.",
+};
+
+static void sc_facts(FILE *o, const struct sc_doc *d)
+{
+	char b[48];
+	fputs("<dl class=\"facts\">\n", o);
+	if (d->name) {
+		fputs("<dt>File</dt><dd>", o);
+		esc(o, d->name);
+		fputs("</dd>\n", o);
+	}
+	fputs("<dt>Started</dt><dd>", o);
+	esc(o, d->started ? d->started : "\u2013");
+	fprintf(o, "</dd>\n<dt>Duration</dt><dd>%s</dd>\n", fduration(b, sizeof(b), d->duration));
+	fprintf(o, "<dt>Senders</dt><dd>%u</dd>\n", (unsigned)d->senders);
+	fprintf(o, "<dt>Port rate</dt><dd>%s</dd>\n", fbps(b, sizeof(b), d->rate_bps));
+	fprintf(o, "<dt>Traffic per row</dt><dd>%g s</dd>\n", d->seconds);
+	if (is_finite(d->msg))
+		fprintf(o, "<dt>Messages</dt><dd>%s</dd>\n", fsize(b, sizeof(b), d->msg));
+	if (is_finite(d->probe) && d->kind != SC_VICTIM)
+		fprintf(o, "<dt>Probe</dt><dd>%s ping-pong</dd>\n", fsize(b, sizeof(b), d->probe));
+	if (d->kind == SC_LOSS)
+		fprintf(o, "<dt>Random loss</dt><dd>%s of the packets</dd>\n",
+			fpct(b, sizeof(b), d->loss * 100));
+	fprintf(o, "<dt>Rows measured</dt><dd>%zu of %zu</dd>\n</dl>\n", d->measured, d->nrows);
+}
+
+/* ---- scenario: the table ---- */
+
+struct sc_col {
+	const char *key; /* figure; NULL: a column with its own code (shares) */
+	const char *head, *unit;
+	double scale; /* display = figure x scale */
+	int dec;
+	bool roce; /* RoCE only: absent in iWARP rows, whose repairs are TCP's */
+};
+
+static const struct sc_col incast_cols[] = {
+    {"throughput_gbps", "through", "Mbit/s", 1e3, 1, false},
+    {NULL, "shares", "Mbit/s", 1e3, 1, false},
+    {"jain", "Jain", "", 1, 3, false},
+    {"probe_p50_us", "probe p50", "us", 1, 1, false},
+    {"probe_p99_us", "probe p99", "us", 1, 1, false},
+    {"drops", "drops", "pkts", 1, 0, false},
+    {"marks", "marks", "pkts", 1, 0, false},
+    {"cnps", "CNPs", "pkts", 1, 0, false},
+    {"pause_ms", "paused", "ms", 1, 1, false},
+    {"resent", "resent", "pkts", 1, 0, true},
+};
+
+static const struct sc_col victim_cols[] = {
+    {"throughput_gbps", "through", "Mbit/s", 1e3, 1, false},
+    {NULL, "shares", "Mbit/s", 1e3, 1, false},
+    {"jain", "Jain", "", 1, 3, false},
+    {"victim_gbps", "victim", "Mbit/s", 1e3, 1, false},
+    {"drops", "drops", "pkts", 1, 0, false},
+    {"marks", "marks", "pkts", 1, 0, false},
+    {"cnps", "CNPs", "pkts", 1, 0, false},
+    {"pause_ms", "paused", "ms", 1, 1, false},
+    {"resent", "resent", "pkts", 1, 0, true},
+};
+
+static const struct sc_col loss_cols[] = {
+    {"goodput_gbps", "goodput", "Mbit/s", 1e3, 1, false},
+    {"throughput_gbps", "on the wire", "Mbit/s", 1e3, 1, false},
+    {"probe_p50_us", "probe p50", "us", 1, 1, false},
+    {"probe_p99_us", "probe p99", "us", 1, 1, false},
+    {"lost", "lost", "pkts", 1, 0, false},
+    {"resent", "resent", "pkts", 1, 0, true},
+    {"sr_resent", "holes", "pkts", 1, 0, true},
+    {"sacks", "SACKs", "", 1, 0, true},
+};
+
+static const char *const sc_notes[] = {
+    [SC_INCAST] = "through: what the switch delivered from the senders (IP bytes, while all of "
+		  "them send), summed; shares: each sender's part; Jain: the senders' fairness "
+		  "(1: equal shares); probe: the ping-pong's round trip through the congested "
+		  "port; drops: the switch's and the hosts' queues; marks: ECN marks at the "
+		  "congested port; CNPs: priority-6 packets the switch carried; paused: the "
+		  "senders' PFC pause time, summed; resent: the RoCE senders' retransmitted "
+		  "packets (iWARP's are TCP's own).",
+    [SC_VICTIM] = "through, shares, Jain: as in incast, for the congested flows; victim: the "
+		  "victim flow at its receiver's port; drops, marks, CNPs, paused, resent: as in "
+		  "incast.",
+    [SC_LOSS] = "goodput: the senders' own figures (an iWARP SEND counts once TCP took it); on "
+		"the wire: what crossed the port, resends included; lost: packets the switch "
+		"dropped at random; resent: request packets sent again (go-back-N's and selective "
+		"repeat's); holes: those selective repeat sent for a SACK's hole; SACKs: the ones "
+		"the senders took.",
+};
+
+static void sc_label_cell(FILE *o, const struct json *row)
+{
+	const char *id = json_str(json_get(row, "id"));
+	fprintf(o, "<th scope=\"row\" data-row=\"");
+	esc(o, id);
+	fprintf(o, "\"><span class=\"sw\" style=\"background:%s\"></span>", sc_colour(id));
+	esc(o, json_str(json_get(row, "label")));
+	fputs("</th>", o);
+}
+
+static void sc_table(FILE *o, const struct sc_doc *d, size_t k)
+{
+	const struct sc_col *cols = d->kind == SC_LOSS	   ? loss_cols
+				    : d->kind == SC_VICTIM ? victim_cols
+							   : incast_cols;
+	size_t ncols = d->kind == SC_LOSS     ? sizeof(loss_cols) / sizeof(loss_cols[0])
+		       : d->kind == SC_VICTIM ? sizeof(victim_cols) / sizeof(victim_cols[0])
+					      : sizeof(incast_cols) / sizeof(incast_cols[0]);
+	char b[48];
+	fprintf(o,
+		"<table id=\"table-scenario-%zu\" class=\"sc\">\n<thead><tr><th "
+		"scope=\"col\">Fabric</th>",
+		k);
+	for (size_t c = 0; c < ncols; c++) /* the unit under the name: a narrower table */
+		fprintf(o, "<th scope=\"col\">%s<br><span class=\"u\">%s</span></th>", cols[c].head,
+			cols[c].unit);
+	fputs("</tr></thead>\n<tbody>\n", o);
+	for (size_t i = 0; i < d->nrows; i++) {
+		const struct json *row = json_at(d->rows, i);
+		const char *id = json_str(json_get(row, "id"));
+		bool iwarp = strncmp(id, "iwarp", 5) == 0;
+		fputs("<tr>", o);
+		sc_label_cell(o, row);
+		if (!json_bool(json_get(row, "ok"), false)) {
+			const char *e = json_str(json_get(row, "error"));
+			fprintf(o, "<td class=\"err\" colspan=\"%zu\">not measured: ", ncols);
+			esc(o, e ? e : "no reason given");
+			fputs("</td></tr>\n", o);
+			continue;
+		}
+		for (size_t c = 0; c < ncols; c++) {
+			const struct sc_col *col = &cols[c];
+			if (!col->key) { /* the shares, one per sender */
+				const struct json *sh = json_get(row, "shares_gbps");
+				fputs("<td>", o);
+				for (size_t j = 0; j < json_len(sh); j++)
+					fprintf(o, "%s%s", j ? " / " : "",
+						fnum(b, sizeof(b),
+						     json_num(json_at(sh, j), 0) * 1e3, col->dec));
+				fputs(json_len(sh) ? "</td>" : "\u2013</td>", o);
+				continue;
+			}
+			double v = fig(row, col->key, col->scale);
+			if (!is_finite(v) && col->roce && iwarp)
+				fputs(strcmp(col->key, "sr_resent")
+					  ? "<td class=\"na\" title=\"TCP's own, not "
+					    "counted\">TCP's</td>"
+					  : "<td class=\"na\">\u2013</td>",
+				      o);
+			else
+				fprintf(o, "<td>%s</td>", fnum(b, sizeof(b), v, col->dec));
+		}
+		fputs("</tr>\n", o);
+	}
+	fputs("</tbody>\n</table>\n<p class=\"note\">", o);
+	fputs(sc_notes[d->kind], o);
+	fputs("</p>\n", o);
+}
+
+/* ---- scenario: bar charts ---- */
+
+#define BLEFT  210.0 /* row labels */
+#define BRIGHT 96.0  /* room for the value after the longest bar */
+#define BTOP   34.0  /* room for the reference line's label */
+#define BROW   30.0
+#define BBAR   18.0
+#define BBOT   54.0
+
+struct bar {
+	const char *id, *label, *err; /* owned by the tree; err: the row was not measured */
+	bool measured;
+	double v, mark; /* the bar and a marker on it (display units); NONE: none */
+};
+
+struct barchart {
+	char id[40];
+	const char *title, *xtitle, *unit; /* static text */
+	bool log;
+	double ref; /* a reference line (display units), NONE: none */
+	const char *ref_what;
+	struct bar b[SC_MAX_ROWS];
+	size_t n;
+	struct axis x;
+};
+
+static double bar_px(const struct barchart *c, double v)
+{
+	double t = c->log ? lg10(v) : v;
+	return BLEFT + (t - c->x.t0) / (c->x.t1 - c->x.t0) * (PW - BLEFT - BRIGHT);
+}
+
+/* The bars of chart c from figure key of each row (times scale); mark_key (may be NULL) for
+ * the marker. Returns whether any bar has a value to draw. */
+static bool bars_fill(struct barchart *c, const struct sc_doc *d, const char *key,
+		      const char *mark_key, double scale)
+{
+	double lo = 0, hi = 0;
+	c->n = 0;
+	for (size_t i = 0; i < d->nrows && c->n < SC_MAX_ROWS; i++) {
+		const struct json *row = json_at(d->rows, i);
+		struct bar *b = &c->b[c->n++];
+		b->id = json_str(json_get(row, "id"));
+		b->label = json_str(json_get(row, "label"));
+		b->measured = json_bool(json_get(row, "ok"), false);
+		b->err = b->measured ? NULL : json_str(json_get(row, "error"));
+		b->v = b->measured ? fig(row, key, scale) : NONE;
+		b->mark = b->measured && mark_key ? fig(row, mark_key, scale) : NONE;
+		const double vals[] = {b->v, b->mark};
+		for (size_t j = 0; j < 2; j++) {
+			double v = vals[j];
+			if (!is_finite(v) || (c->log && v <= 0))
+				continue;
+			if (hi == 0 || v < lo)
+				lo = v;
+			if (v > hi)
+				hi = v;
+		}
+	}
+	if (is_finite(c->ref) && c->ref > hi)
+		hi = c->ref;
+	if (c->log) {
+		if (hi <= 0)
+			return false;
+		log10_axis(&c->x, lo / 2, hi, fus); /* lo / 2: the shortest bar still shows */
+	} else {
+		linear_axis(&c->x, hi * 1.05); /* room beside a bar at the port's rate */
+	}
+	return hi > 0 || !c->log;
+}
+
+/* A bar's value: two or three significant digits, no more than a bar's length can show. */
+static const char *fbar(char *buf, size_t n, double v)
+{
+	if (v >= 10)
+		snprintf(buf, n, "%.0f", v);
+	else if (v >= 1)
+		snprintf(buf, n, "%.1f", v);
+	else
+		snprintf(buf, n, "%.2g", v);
+	return buf;
+}
+
+/* The label beside a bar: short; times from 1 ms on in ms (the tooltip has the figure). */
+static const char *bar_label(char *buf, size_t n, const struct barchart *c, double v)
+{
+	char b[32];
+	if (strcmp(c->unit, "us") == 0)
+		snprintf(buf, n, "%s %s", fbar(b, sizeof(b), v >= 1000 ? v / 1000 : v),
+			 v >= 1000 ? "ms" : "us");
+	else
+		fbar(buf, n, v);
+	return buf;
+}
+
+static void bars_draw(FILE *o, const struct barchart *c)
+{
+	double h = BTOP + (double)c->n * BROW + BBOT, y1 = BTOP + (double)c->n * BROW;
+	char v[48], m[48];
+	fprintf(o, "<h3 class=\"plot\">%s</h3>\n", c->title);
+	fprintf(o,
+		"<svg id=\"%s\" class=\"plot bars\" xmlns=\"http://www.w3.org/2000/svg\" "
+		"viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\" "
+		"aria-labelledby=\"%s-title\">\n<title id=\"%s-title\">%s</title>\n",
+		c->id, PW, h, PW, h, c->id, c->id, c->title);
+	fprintf(o, "<rect class=\"area\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
+		BLEFT, BTOP, PW - BLEFT - BRIGHT, y1 - BTOP);
+	fputs("<g class=\"axis x\">\n", o);
+	for (size_t i = 0; i < c->x.nticks; i++) {
+		const struct tick *k = &c->x.ticks[i];
+		double x = BLEFT + (k->t - c->x.t0) / (c->x.t1 - c->x.t0) * (PW - BLEFT - BRIGHT);
+		fprintf(o, "<line class=\"%s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
+			k->major ? "grid" : "grid minor", x, BTOP, x, y1);
+		if (k->label[0]) {
+			fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x,
+				y1 + 18);
+			esc(o, k->label);
+			fputs("</text>", o);
+		}
+		fputc('\n', o);
+	}
+	fprintf(o,
+		"<text class=\"title\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
+		"</g>\n",
+		(BLEFT + PW - BRIGHT) / 2, h - 14, c->xtitle);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct bar *b = &c->b[i];
+		double y = BTOP + (double)i * BROW + (BROW - BBAR) / 2, ty = y + BBAR / 2 + 4;
+		fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", BLEFT - 8, ty);
+		esc_cut(o, b->label, SC_LABEL_CP);
+		fputs("<title>", o);
+		esc(o, b->label);
+		fputs("</title></text>\n", o);
+		if (!b->measured) {
+			fputs("<g class=\"bar error\" data-row=\"", o);
+			esc(o, b->id);
+			fprintf(o, "\"><text class=\"err\" x=\"%.1f\" y=\"%.1f\">not measured: ",
+				BLEFT + 6, ty);
+			esc_cut(o, b->err ? b->err : "no reason given", SC_CUT_MAX);
+			fputs("<title>", o);
+			esc(o, b->err ? b->err : "no reason given");
+			fputs("</title></text></g>\n", o);
+			continue;
+		}
+		if (!is_finite(b->v)) {
+			fputs("<g class=\"bar missing\" data-row=\"", o);
+			esc(o, b->id);
+			fprintf(
+			    o,
+			    "\"><text class=\"val\" x=\"%.1f\" y=\"%.1f\">no figure</text></g>\n",
+			    BLEFT + 6, ty);
+			continue;
+		}
+		bool drawn = !c->log || b->v > 0;
+		double x = drawn ? bar_px(c, b->v) : BLEFT;
+		bar_label(v, sizeof(v), c, b->v);
+		fputs("<g class=\"bar\" data-row=\"", o);
+		esc(o, b->id);
+		fprintf(o, "\">");
+		if (drawn) {
+			fprintf(o,
+				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+				"fill=\"%s\"><title>",
+				BLEFT, y, x - BLEFT, BBAR, sc_colour(b->id));
+			esc(o, b->label);
+			fprintf(o, ": %s %s", frate(m, sizeof(m), b->v), c->unit);
+			if (is_finite(b->mark))
+				fprintf(o, " (p50 %s %s)", frate(m, sizeof(m), b->mark), c->unit);
+			fputs("</title></rect>", o);
+		}
+		if (is_finite(b->mark) && (!c->log || b->mark > 0)) {
+			double xm = bar_px(c, b->mark);
+			fprintf(o,
+				"<line class=\"p50\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+				"y2=\"%.1f\"/>",
+				xm, y - 2, xm, y + BBAR + 2);
+		}
+		fprintf(o, "<text class=\"val\" x=\"%.1f\" y=\"%.1f\">%s</text></g>\n", x + 6, ty,
+			v);
+	}
+	if (is_finite(c->ref)) {
+		double x = bar_px(c, c->ref);
+		char r[48];
+		fprintf(o,
+			"<line class=\"ref\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+			"<text class=\"reflabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s "
+			"%s %s</text>\n",
+			x, BTOP - 8, x, y1, x, BTOP - 12, c->ref_what, fbar(r, sizeof(r), c->ref),
+			c->unit);
+	}
+	fputs("</svg>\n", o);
+}
+
+static void sc_charts(FILE *o, const struct sc_doc *d, size_t k)
+{
+	struct barchart c;
+	double port = d->rate_bps / 1e6;
+	c = (struct barchart){.unit = "Mbit/s", .ref = port, .ref_what = "port"};
+	snprintf(c.id, sizeof(c.id), "plot-throughput-%zu", k);
+	if (d->kind == SC_LOSS) {
+		c.title = "Goodput per fabric, the port rate as a dashed line";
+		c.xtitle = "goodput (Mbit/s, linear)";
+	} else {
+		c.title = "Throughput through the congested port per fabric, the port rate as a "
+			  "dashed line";
+		c.xtitle = "throughput (Mbit/s, linear)";
+	}
+	if (bars_fill(&c, d, d->kind == SC_LOSS ? "goodput_gbps" : "throughput_gbps", NULL, 1e3))
+		bars_draw(o, &c);
+	if (d->kind == SC_VICTIM) {
+		c = (struct barchart){.unit = "Mbit/s", .ref = port, .ref_what = "port"};
+		snprintf(c.id, sizeof(c.id), "plot-victim-%zu", k);
+		c.title = "The victim flow per fabric (its own path is idle), the port rate as a "
+			  "dashed line";
+		c.xtitle = "victim flow (Mbit/s, linear)";
+		if (bars_fill(&c, d, "victim_gbps", NULL, 1e3))
+			bars_draw(o, &c);
+	}
+	if (d->probe_any) {
+		c = (struct barchart){.unit = "us", .ref = NONE, .log = true};
+		snprintf(c.id, sizeof(c.id), "plot-probe-%zu", k);
+		c.title = "The probe's round trip per fabric: p99 as the bar, p50 as a dark line";
+		c.xtitle = "probe round trip (us, log scale)";
+		if (bars_fill(&c, d, "probe_p99_us", "probe_p50_us", 1))
+			bars_draw(o, &c);
+	}
+}
+
+static void sc_section(FILE *o, const struct sc_doc *d, size_t k)
+{
+	fprintf(o, "<section id=\"scenario-%zu\" class=\"scenario\" data-scenario=\"%s\">\n<h2>", k,
+		sc_kind_name[d->kind]);
+	sc_heading(o, d);
+	fprintf(o, "</h2>\n<p class=\"what\">%s</p>\n", sc_what[d->kind]);
+	sc_facts(o, d);
+	sc_table(o, d, k);
+	sc_charts(o, d, k);
+	fputs("</section>\n", o);
+}
+
+/* The index of a sweep: one row per file, linked to its section. */
+static void sc_index(FILE *o, const struct sc_doc *d, size_t n)
+{
+	char b[48];
+	fputs("<table id=\"table-scenarios\">\n<thead><tr><th scope=\"col\">Scenario</th>"
+	      "<th scope=\"col\" class=\"l\">file</th><th scope=\"col\">senders</th>"
+	      "<th scope=\"col\">port</th><th scope=\"col\">loss</th>"
+	      "<th scope=\"col\">per row</th><th scope=\"col\">measured</th></tr></thead>\n"
+	      "<tbody>\n",
+	      o);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(o,
+			"<tr><th scope=\"row\"><a href=\"#scenario-%zu\">%s</a></th>"
+			"<td class=\"l\">",
+			i + 1, sc_kind_name[d[i].kind]);
+		esc(o, d[i].name ? d[i].name : "\u2013");
+		fprintf(o, "</td><td>%u</td><td>%s</td>", (unsigned)d[i].senders,
+			fbps(b, sizeof(b), d[i].rate_bps));
+		fprintf(o, "<td>%s</td>",
+			d[i].kind == SC_LOSS ? fpct(b, sizeof(b), d[i].loss * 100) : "\u2013");
+		fprintf(o, "<td>%g s</td><td>%zu of %zu</td></tr>\n", d[i].seconds, d[i].measured,
+			d[i].nrows);
+	}
+	fputs("</tbody>\n</table>\n", o);
+}
+
+int report_scenarios_html(const struct json *const *docs, const char *const *names, size_t n,
+			  FILE *out, char *err, size_t errlen)
+{
+	struct sc_doc d[SC_MAX_FILES];
+	char why[200];
+	seterr(err, errlen, "");
+	if (n == 0 || n > SC_MAX_FILES) {
+		seterr(err, errlen, "%zu scenario results: 1 to %d in one page", n, SC_MAX_FILES);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		d[i] = (struct sc_doc){.doc = docs[i], .name = names ? names[i] : NULL};
+		if (sc_check(&d[i], why, sizeof(why)) == 0)
+			continue;
+		if (n == 1 && !d[i].name)
+			seterr(err, errlen, "%s", why);
+		else if (d[i].name)
+			seterr(err, errlen, "%s: %s", d[i].name, why);
+		else
+			seterr(err, errlen, "result %zu: %s", i + 1, why);
+		return -EINVAL;
+	}
+
+	page_open(out);
+	fputs("softrdma scenarios:", out);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s %s", i ? "," : "", sc_kind_name[d[i].kind]);
+	if (d[0].started) {
+		fputs(", ", out);
+		esc(out, d[0].started);
+	}
+	page_body(out);
+	fputs("<header>\n<h1>Fabric scenarios</h1>\n<p class=\"sub\">softrdma compare --scenario: "
+	      "senders in network namespaces through a user-space switch, one row per fabric "
+	      "configuration, each on a fresh switch.</p>\n",
+	      out);
+	if (n > 1)
+		sc_index(out, d, n);
+	fputs("</header>\n", out);
+	for (size_t i = 0; i < n; i++)
+		sc_section(out, &d[i], i + 1);
+	fputs("<footer>Generated by <code>softrdma report</code> from the JSON result", out);
+	fputs(n > 1 ? "s" : "", out);
+	fputs(" of <code>softrdma compare --scenario</code>. Self-contained: no scripts, no "
+	      "external resources.</footer>\n</main>\n</body>\n</html>\n",
+	      out);
+	if (fflush(out) || ferror(out)) {
+		seterr(err, errlen, "write error");
+		return -EIO;
+	}
+	return 0;
+}
+
 /* ---- the command ---- */
 
 static const char *const report_usage =
     "usage: softrdma report RESULT.json [-o FILE.html]\n"
+    "       softrdma report SCENARIO.json... -o FILE.html\n"
     "\n"
     "Writes a self-contained HTML page (no scripts, no external files) of a `softrdma compare`\n"
     "result: run facts, summary, latency table and CDF plot, bandwidth by message size, CPU per\n"
-    "message, connection set-up time, goodput under packet loss and the errors.\n"
-    "  -o, --output FILE   where to write the page (default: RESULT.html beside RESULT.json;\n"
-    "                      '-' for standard output)\n"
+    "message, connection set-up time, goodput under packet loss and the errors. Of the results\n"
+    "of `softrdma compare --scenario ... --json FILE` (one or several, e.g. a sweep's: one page\n"
+    "with a section each): the parameters, the rows with their units, bar charts of throughput\n"
+    "(loss: goodput) against the port rate and of the probe's p99.\n"
+    "  -o, --output FILE   where to write the page (default, for one file: RESULT.html beside\n"
+    "                      RESULT.json; '-' for standard output)\n"
     "  -h, --help          this text\n"
     "Exit status: 0 done, 1 unreadable or invalid result, 2 bad usage.\n";
 
@@ -1313,9 +2134,17 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "softrdma report: missing RESULT.json\n%s", report_usage);
 		return 2;
 	}
-	if (optind + 1 < argc) {
-		fprintf(stderr, "softrdma report: one result file only (got '%s' too)\n%s",
-			argv[optind + 1], report_usage);
+	size_t nin = (size_t)(argc - optind);
+	if (nin > SC_MAX_FILES) {
+		fprintf(stderr, "softrdma report: %zu result files: at most %d in one page\n", nin,
+			SC_MAX_FILES);
+		return 2;
+	}
+	if (nin > 1 && !outpath) {
+		fprintf(stderr,
+			"softrdma report: several result files make one page: name it with -o "
+			"FILE.html\n%s",
+			report_usage);
 		return 2;
 	}
 	if (outpath && !outpath[0]) {
@@ -1324,19 +2153,23 @@ int cmd_report(int argc, char **argv)
 	}
 	const char *in = argv[optind];
 	int status = 1;
-	struct json *doc = NULL;
+	struct json *doc[SC_MAX_FILES] = {NULL};
+	const struct json *cdoc[SC_MAX_FILES];
 	struct json_error jerr;
 	char *page = NULL, *defout = NULL;
 	size_t pagelen = 0;
-	int rc = json_parse_file(in, &doc, &jerr);
-	if (rc == -EINVAL) {
-		fprintf(stderr, "softrdma report: %s:%d:%d: %s\n", in, jerr.line, jerr.column,
-			jerr.msg);
-		goto out;
-	}
-	if (rc) {
-		fprintf(stderr, "softrdma report: %s: %s\n", in, jerr.msg);
-		goto out;
+	int rc = 0;
+	for (size_t i = 0; i < nin; i++) {
+		const char *path = argv[optind + (int)i];
+		rc = json_parse_file(path, &doc[i], &jerr);
+		if (rc == -EINVAL)
+			fprintf(stderr, "softrdma report: %s:%d:%d: %s\n", path, jerr.line,
+				jerr.column, jerr.msg);
+		else if (rc)
+			fprintf(stderr, "softrdma report: %s: %s\n", path, jerr.msg);
+		if (rc)
+			goto free_doc;
+		cdoc[i] = doc[i];
 	}
 	/* Render into memory first: a result that cannot be reported leaves no half page behind,
 	 * and an existing report is only replaced by a complete one. */
@@ -1345,14 +2178,21 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "softrdma report: out of memory\n");
 		goto free_doc;
 	}
-	char err[160];
-	rc = report_html(doc, mem, err, sizeof(err));
+	char err[512];
+	if (nin == 1)
+		rc = report_html(cdoc[0], mem, err, sizeof(err));
+	else
+		rc = report_scenarios_html(cdoc, (const char *const *)(argv + optind), nin, mem,
+					   err, sizeof(err));
 	if (fclose(mem) && !rc) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 	}
 	if (rc) {
-		fprintf(stderr, "softrdma report: %s: %s\n", in, err);
+		if (nin == 1)
+			fprintf(stderr, "softrdma report: %s: %s\n", in, err);
+		else
+			fprintf(stderr, "softrdma report: %s\n", err);
 		goto free_page;
 	}
 	if (!outpath) {
@@ -1387,7 +2227,7 @@ free_page:
 	free(page);
 	free(defout);
 free_doc:
-	json_free(doc);
-out:
+	for (size_t i = 0; i < nin; i++)
+		json_free(doc[i]);
 	return status;
 }

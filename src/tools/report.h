@@ -1,5 +1,6 @@
 /* `softrdma report`: one self-contained HTML5 page (inline CSS and SVG; no script, no external
- * resource, no network) from the JSON result of `softrdma compare`.
+ * resource, no network) from the JSON result of `softrdma compare`, or from one or several
+ * results of `softrdma compare --scenario` (second part below).
  *
  * The JSON result is the contract between compare.c (the writer) and report.c (the reader);
  * this is version 1 of it.
@@ -86,20 +87,99 @@
  *   <svg> with one <g class="series" data-transport="ID"> per series holding <polyline>s whose
  *   "points" attribute is "x,y x,y ..." (one pair per valid data point; a run of points is
  *   split where a point carries an error) and, for bandwidth and loss, one <circle> per point;
- *   error points are drawn as <path class="error-point"> markers. */
+ *   error points are drawn as <path class="error-point"> markers.
+ *
+ * ---- The scenario result (`softrdma compare --scenario ... --json FILE`), also version 1 ----
+ *
+ * Written by scenario.c's write_json. Same general rules (units in key names, strings
+ * untrusted), but the reader is strict about its structure, because the file is small and
+ * every part of it is needed to draw the page: a member of the wrong type, a number out of
+ * range, no rows, an unknown scenario or another schema refuse the whole file with an error
+ * naming the member ("rows[2].jain: not a number"). Only the figures of a measured row may be
+ * absent (or null): they are shown as a dash.
+ *
+ * Top level (an object)
+ *   "tool":          "softrdma compare --scenario"   how the report tells it from the above
+ *   "schema":        1
+ *   "started":       "2026-12-07T16:10:00Z"          UTC, ISO 8601 (optional)
+ *   "duration_s":    52                              wall time of all the rows (optional)
+ *   "scenario":      "incast", "victim" or "loss"
+ *   "senders":       2                               senders into the congested port, 1..64
+ *   "rate_bps":      200000000                       every switch port's rate, bit/s
+ *   "seconds":       10                              traffic time of each row
+ *   "message_bytes": 65536, "probe_bytes": 100       the senders' and the probe's messages
+ *   "loss":          0.01                            loss only: share of packets the switch
+ *                                                    drops at random (0.01 = 1 %), 0..1
+ *   "rows":          [row, ...]                      1..64, in the order they ran
+ *
+ * A row (one fabric configuration, on a fresh switch)
+ *   "id":     "roce", "roce_pfc", "roce_dcqcn", "roce_pfc_dcqcn", "roce_sr" or "iwarp"
+ *             (the report takes any string)
+ *   "label":  "RoCEv2, PFC"                          what to call it
+ *   "ok":     false, "error": "sender 1: timed out"  not measured, and why; nothing else
+ *   "ok":     true, and the figures (numbers >= 0, at most 1e15):
+ *     "throughput_gbps"   IP bytes the switch delivered from the senders while all of them
+ *                         sent, summed (required; loss: what crossed the port, resends too)
+ *     "shares_gbps"       [each sender's part of it]
+ *     "app_shares_gbps"   [what each sender's program measured]
+ *     "jain"              Jain's fairness index of the shares, 0..1
+ *     "goodput_gbps"      the programs' own figures summed (required for loss)
+ *     "lost"              packets the switch dropped at random (loss)
+ *     "probe_p50_us", "probe_p99_us"   the 100 B ping-pong's round trip (incast, loss)
+ *     "victim_gbps", "victim_app_gbps" the victim flow at its port / by its program (victim)
+ *     "drops"             packets dropped by queues (switch drop-tail, hosts' queues)
+ *     "marks"             ECN marks at the congested port
+ *     "cnps"              CNPs (priority 6 packets) the switch carried
+ *     "pauses", "pause_ms"   PFC pause frames from the switch to the senders, and the time
+ *                         the senders spent paused, summed
+ *     "queue_max_kib"     the congested port's deepest queue
+ *     RoCE rows only (iWARP's repairs are TCP's own, not counted):
+ *     "resent"            request packets sent again (go-back-N's and selective repeat's)
+ *     "sr_resent"         of those, selective repeat's for a SACK's hole
+ *     "sacks"             SACKs the senders took
+ *
+ * What the page contains for scenario results (one or several files in one page, the K-th
+ * file, 1-based, in <section id="scenario-K" data-scenario="NAME">):
+ *   table-scenarios (one row per file, only when there are several), table-scenario-K (one
+ *   row per result row: <th scope="row" data-row="ID">; a row not measured has one
+ *   <td class="err"> with its error), and bar charts, each an <svg class="plot bars"> (after
+ *   an <h3> saying what it shows) with one <g class="bar" data-row="ID"> per measured row
+ *   holding a <rect> (none for 0 on a log scale), <g class="bar error" data-row="ID"> for a
+ *   row not measured (its error, cut, as text) or <g class="bar missing"> for a measured row
+ *   without that figure, and, where the port rate bounds the figure, a <line class="ref"> at
+ *   the port rate:
+ *   plot-throughput-K (incast, victim: throughput; loss: goodput; linear, Mbit/s),
+ *   plot-victim-K (victim: the victim flow; linear, Mbit/s), plot-probe-K (when any row has
+ *   a probe: p99 as the bar, p50 as a <line class="p50">; log scale, us). */
 #ifndef SOFTRDMA_TOOLS_REPORT_H
 #define SOFTRDMA_TOOLS_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 struct json;
 
-/* Writes the HTML page for the compare result doc (a tree from json_parse, still owned by the
- * caller) to out. Returns 0, or -EINVAL if doc is not a schema 1 compare result (top level not
- * an object, "schema" missing or not 1), or -EIO if writing to out failed; err (may be NULL)
- * then holds a one-line reason. Missing or ill-typed members are shown as missing, never an
- * error. On failure out may hold a partial page. */
+/* Writes the HTML page for the result doc (a tree from json_parse, still owned by the caller)
+ * to out: a compare result, or a scenario result when "tool" says so (then as
+ * report_scenarios_html with one file and no name). Returns 0, or -EINVAL if doc is not a
+ * schema 1 compare result (top level not an object, "schema" missing or not 1) or not a valid
+ * scenario result (see above), or -EIO if writing to out failed; err (may be NULL) then holds
+ * a one-line reason. In a compare result, missing or ill-typed members are shown as missing,
+ * never an error. Nothing is written when doc is refused; on a write error out may hold a
+ * partial page. */
 int report_html(const struct json *doc, FILE *out, char *err, size_t errlen);
+
+/* Whether doc says it is a scenario result ("tool" is "softrdma compare --scenario"); it may
+ * still be refused as malformed. */
+bool report_is_scenario(const struct json *doc);
+
+/* Writes one HTML page with a section per scenario result docs[0..n) (trees still owned by
+ * the caller; n 1..64). names[i] (names may be NULL, and so may an entry) is what to call
+ * docs[i] on the page and in err, e.g. its file name; untrusted like the data. Every doc is
+ * checked before anything is written. Returns 0, -EINVAL (n out of range, or a doc is not a
+ * valid scenario result: err names it and the member) or -EIO (write error). */
+int report_scenarios_html(const struct json *const *docs, const char *const *names, size_t n,
+			  FILE *out, char *err, size_t errlen);
 
 #endif

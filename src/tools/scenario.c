@@ -112,6 +112,7 @@ struct sc {
 	bool victim; /* --scenario victim */
 	bool loss;   /* --scenario loss */
 	double loss_rate;
+	time_t started; /* when the first row began, for the JSON */
 	char self[PATH_MAX];
 	char tmp[64];
 	int files;
@@ -842,11 +843,20 @@ static void print_summary(const struct sc *s)
 		    iw->total / port * 100, (unsigned long long)iw->drops, iw->jain, iw->p99);
 }
 
+/* The JSON result: the contract with `softrdma report` (documented in tools/report.h, where
+ * the reader checks it; change both together and bump "schema" on an incompatible change). */
 static int write_json(const struct sc *s)
 {
 	struct strbuf b = {0};
+	struct tm tm;
+	char started[32] = "";
+	if (gmtime_r(&s->started, &tm))
+		strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	sb_add(&b, "{\"tool\": \"softrdma compare --scenario\", \"schema\": 1, \"started\": ");
+	sb_json_str(&b, started);
+	sb_add(&b, ", \"duration_s\": %.0f, ", difftime(time(NULL), s->started));
 	sb_add(&b,
-	       "{\"scenario\": \"%s\", \"senders\": %u, \"rate_bps\": %llu, \"seconds\": %g, "
+	       "\"scenario\": \"%s\", \"senders\": %u, \"rate_bps\": %llu, \"seconds\": %g, "
 	       "\"message_bytes\": %d, \"probe_bytes\": %d, ",
 	       s->loss	   ? "loss"
 	       : s->victim ? "victim"
@@ -1043,6 +1053,7 @@ int scenario_main(int argc, char **argv)
 		return 1;
 	struct tool_signals sigs;
 	tool_signals_catch(&sigs, on_signal);
+	s.started = time(NULL);
 	int measured = 0, nrows;
 	const enum row_id *rows = rows_of(&s, &nrows);
 	for (int i = 0; i < nrows && !stop_signal; i++) {

@@ -6,7 +6,8 @@
 # PFC pauses and drops nothing, the DCQCN rows carry CNPs and marks, the rows without ECN
 # none. Then the loss scenario: 2 % random loss, where go-back-N resends more than selective
 # repeat, which must have been agreed on (its resends of holes, its SACKs) while the
-# go-back-N row shows none. Then bad usage. Needs root and /dev/net/tun (exit 77 otherwise).
+# go-back-N row shows none. Then bad usage. Last, `softrdma report` of the three JSON files in
+# one page: every row's label (and error) and a chart per file. Needs root and /dev/net/tun (exit 77 otherwise).
 # Usage: test_scenario.sh BUILD_DIR
 set -u
 build=${1:?build directory}
@@ -124,4 +125,45 @@ if not bad:
     print("ok   loss: 3 rows measured; selective repeat agreed on and resends less per drop than go-back-N")
 sys.exit(1 if bad else 0)
 PY
+
+# The HTML report of the three results, in one page (softrdma report, src/tools/report.c): every
+# row's label and a chart per file. No more runs: the files above are enough.
+if [ -s "$tmp/incast.json" ] && [ -s "$tmp/victim.json" ] && [ -s "$tmp/loss.json" ]; then
+	timeout 60 "$sr" report "$tmp/incast.json" "$tmp/victim.json" "$tmp/loss.json" \
+		-o "$tmp/scenarios.html" >"$tmp/report.out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || bad "report of the scenario results exited $rc: $(head -c 300 "$tmp/report.out")"
+	timeout 60 "$sr" report "$tmp/loss.json" -o - >"$tmp/loss.html" 2>"$tmp/report1.out" ||
+		bad "report of loss.json alone failed: $(head -c 300 "$tmp/report1.out")"
+	python3 - "$tmp/scenarios.html" "$tmp/loss.html" "$tmp/incast.json" "$tmp/victim.json" \
+		"$tmp/loss.json" <<'PY' || fail=1
+import json, re, sys
+page, single = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+bad = []
+def esc(s):  # as report.c's esc()
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub("[\x00-\x08\x0b-\x1f\x7f]", " ", s.replace('"', "&quot;").replace("'", "&#39;"))
+for k, path in enumerate(sys.argv[3:], 1):
+    doc = json.load(open(path))
+    check = lambda c, what: c or bad.append("%s: %s" % (doc.get("scenario"), what))
+    check(doc.get("tool") == "softrdma compare --scenario" and doc.get("schema") == 1, "no tool / schema 1 in the JSON")
+    check('<section id="scenario-%d" class="scenario" data-scenario="%s">' % (k, doc["scenario"]) in page, "no section")
+    check('<svg id="plot-throughput-%d"' % k in page, "no throughput chart")
+    for r in doc["rows"]:
+        check(esc(r["label"]) in page, "row %s not in the page" % r["id"])
+        if not r["ok"]:
+            check(esc(r["error"]) in page, "row %s: error not shown" % r["id"])
+    if doc["scenario"] == "loss":
+        check('<svg id="plot-throughput-1"' in single and all(esc(r["label"]) in single for r in doc["rows"]), "loss.json alone")
+if page.count("<svg") < 3 or "<script" in page.lower():
+    bad.append("%d charts, or a script" % page.count("<svg"))
+for b in bad:
+    print("FAIL: report", b)
+if not bad:
+    print("ok   report: one page of the three results, every row and a chart each")
+sys.exit(1 if bad else 0)
+PY
+else
+	bad "no scenario JSON to report on"
+fi
 exit $fail

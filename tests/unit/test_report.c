@@ -5,7 +5,13 @@
  * markup from the data survives (every string escaped), skipped / missing / malformed sections
  * show their reason. Then the refusals (not an object, wrong schema), a write error, random
  * mutations of the sample (seeded) that must render safely, and the `softrdma report` command
- * line (cmd_report): help, usage errors, unreadable and invalid files, default output name. */
+ * line (cmd_report): help, usage errors, unreadable and invalid files, default output name.
+ * Scenario results (softrdma compare --scenario): incast, victim and loss each render with their
+ * figures in the table, a row not measured with its hostile error escaped, and their bar charts;
+ * several files make one page with a section each; malformed ones (wrong types, no rows,
+ * another schema, out-of-range numbers) are refused with the member at fault and nothing
+ * written; seeded mutations are refused or rendered safely; and the command line with several
+ * files. */
 #define _GNU_SOURCE /* strcasestr */
 #include "check.h"
 
@@ -486,6 +492,521 @@ static void test_cli(void)
 	rmdir(dir);
 }
 
+/* ---- scenario results (softrdma compare --scenario) ---- */
+
+static const char sc_incast[] =
+    "{\"tool\": \"softrdma compare --scenario\", \"schema\": 1, \"started\": "
+    "\"2026-12-07T16:10:00Z\", \"duration_s\": 52, \"scenario\": \"incast\", \"senders\": 2, "
+    "\"rate_bps\": 200000000, \"seconds\": 10, \"message_bytes\": 65536, \"probe_bytes\": 100, "
+    "\"rows\": [\n"
+    "{\"id\": \"roce\", \"label\": \"RoCEv2, lossy, go-back-N\", \"ok\": true, "
+    "\"throughput_gbps\": 0.123456, \"shares_gbps\": [0.06, 0.063456], \"app_shares_gbps\": "
+    "[0.05, 0.05], \"jain\": 0.9993, \"goodput_gbps\": 0.1, \"lost\": 0, \"probe_p50_us\": "
+    "812.5, \"probe_p99_us\": 20321.4, \"drops\": 311, \"marks\": 0, \"cnps\": 0, \"pauses\": "
+    "0, \"pause_ms\": 0, \"queue_max_kib\": 511.9, \"resent\": 4242, \"sr_resent\": 0, "
+    "\"sacks\": 0},\n"
+    "{\"id\": \"roce_pfc\", \"label\": \"RoCEv2, PFC\", \"ok\": true, \"throughput_gbps\": "
+    "0.19, \"shares_gbps\": [0.095, 0.095], \"app_shares_gbps\": [0.09, 0.09], \"jain\": 1, "
+    "\"goodput_gbps\": 0.18, \"lost\": 0, \"probe_p50_us\": 2500.2, \"probe_p99_us\": 4100.6, "
+    "\"drops\": 0, \"marks\": 0, \"cnps\": 0, \"pauses\": 120, \"pause_ms\": 4321.2, "
+    "\"queue_max_kib\": 100, \"resent\": 0, \"sr_resent\": 0, \"sacks\": 0},\n"
+    "{\"id\": \"roce_dcqcn\", \"label\": \"RoCEv2, DCQCN\", \"ok\": false, \"error\": "
+    "\"sender 1: <script>alert(1)</script> & \\\"timed out\\\"\"},\n"
+    "{\"id\": \"roce_pfc_dcqcn\", \"label\": \"RoCEv2, PFC + DCQCN\", \"ok\": true, "
+    "\"throughput_gbps\": 0.17, \"shares_gbps\": [0.08, 0.09], \"jain\": 0.997, "
+    "\"goodput_gbps\": 0.16, \"probe_p50_us\": 900.1, \"probe_p99_us\": 1800.3, \"drops\": 0, "
+    "\"marks\": 88, \"cnps\": 77, \"pauses\": 3, \"pause_ms\": 12.3, \"resent\": 0},\n"
+    "{\"id\": \"iwarp\", \"label\": \"iWARP, TCP (cubic, ECN)\", \"ok\": true, "
+    "\"throughput_gbps\": 0.185, \"shares_gbps\": [0.1, 0.085], \"jain\": 0.993, "
+    "\"goodput_gbps\": 0.19, \"probe_p50_us\": 300.4, \"probe_p99_us\": 700.4, \"drops\": 12, "
+    "\"marks\": 40, \"cnps\": 0, \"pauses\": 0, \"pause_ms\": 0}\n]}\n";
+
+static const char sc_victim[] =
+    "{\"tool\": \"softrdma compare --scenario\", \"schema\": 1, \"scenario\": \"victim\", "
+    "\"senders\": 2, \"rate_bps\": 200000000, \"seconds\": 3, \"message_bytes\": 65536, "
+    "\"probe_bytes\": 100, \"rows\": [\n"
+    "{\"id\": \"roce\", \"label\": \"RoCEv2, lossy, go-back-N\", \"ok\": true, "
+    "\"throughput_gbps\": 0.15, \"shares_gbps\": [0.05, 0.1], \"jain\": 0.9, "
+    "\"victim_gbps\": 0.0875, \"victim_app_gbps\": 0.08, \"drops\": 5, \"marks\": 0, "
+    "\"cnps\": 0, \"pauses\": 0, \"pause_ms\": 0, \"resent\": 17},\n"
+    "{\"id\": \"roce_pfc\", \"label\": \"RoCEv2, PFC\", \"ok\": true, \"throughput_gbps\": "
+    "0.19, \"shares_gbps\": [0.095, 0.095], \"jain\": 1, \"victim_gbps\": 0.0213, "
+    "\"victim_app_gbps\": 0.02, \"drops\": 0, \"marks\": 0, \"cnps\": 0, \"pauses\": 50, "
+    "\"pause_ms\": 2000.4, \"resent\": 0}\n]}\n";
+
+static const char sc_loss[] =
+    "{\"tool\": \"softrdma compare --scenario\", \"schema\": 1, \"started\": "
+    "\"2026-12-07T16:20:00Z\", \"scenario\": \"loss\", \"senders\": 1, \"rate_bps\": "
+    "200000000, \"seconds\": 10, \"message_bytes\": 65536, \"probe_bytes\": 100, \"loss\": "
+    "0.01, \"rows\": [\n"
+    "{\"id\": \"roce\", \"label\": \"RoCEv2, lossy, go-back-N\", \"ok\": true, "
+    "\"throughput_gbps\": 0.18, \"shares_gbps\": [0.18], \"jain\": 1, \"goodput_gbps\": "
+    "0.05, \"lost\": 120, \"probe_p50_us\": 700.2, \"probe_p99_us\": 10400.2, \"drops\": 0, "
+    "\"marks\": 0, \"cnps\": 0, \"pauses\": 0, \"pause_ms\": 0, \"resent\": 3000, "
+    "\"sr_resent\": 0, \"sacks\": 0},\n"
+    "{\"id\": \"roce_sr\", \"label\": \"RoCEv2, selective repeat\", \"ok\": true, "
+    "\"throughput_gbps\": 0.175, \"shares_gbps\": [0.175], \"jain\": 1, \"goodput_gbps\": "
+    "0.17, \"lost\": 118, \"probe_p50_us\": 650.2, \"probe_p99_us\": 2400.2, \"drops\": 0, "
+    "\"marks\": 0, \"cnps\": 0, \"pauses\": 0, \"pause_ms\": 0, \"resent\": 130, "
+    "\"sr_resent\": 121, \"sacks\": 119},\n"
+    "{\"id\": \"iwarp\", \"label\": \"iWARP, TCP (cubic, ECN)\", \"ok\": true, "
+    "\"throughput_gbps\": 0.17, \"shares_gbps\": [0.17], \"jain\": 1, \"goodput_gbps\": "
+    "0.16, \"lost\": 110, \"probe_p50_us\": 400.2, \"probe_p99_us\": 1200.2, \"drops\": 0, "
+    "\"marks\": 0, \"cnps\": 0, \"pauses\": 0, \"pause_ms\": 0}\n]}\n";
+
+static struct json *parse_str(const char *text)
+{
+	struct json *doc;
+	struct json_error e;
+	int rc = json_parse(text, strlen(text), &doc, &e);
+	if (rc)
+		fprintf(stderr, "%d:%d: %s\n", e.line, e.column, e.msg);
+	REQUIRE(rc == 0);
+	return doc;
+}
+
+static char *render_str(const char *text)
+{
+	struct json *doc = parse_str(text);
+	char err[256];
+	int rc;
+	char *page = render(doc, &rc, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "render: %s\n", err);
+	CHECK_EQ(rc, 0);
+	json_free(doc);
+	return page;
+}
+
+/* The <g class="bar" ...> groups of svg id: measured bars, rows not measured. */
+static void bars(const char *html, const char *id, size_t *measured, size_t *errors)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "<svg id=\"%s\"", id);
+	char *svg = element(html, key, "</svg>");
+	*measured = count(svg, "<g class=\"bar\" data-row=");
+	*errors = count(svg, "<g class=\"bar error\" data-row=");
+	CHECK_EQ(count(svg, "<rect x="), *measured); /* one bar each (the area is class=) */
+	free(svg);
+}
+
+static void test_scenario_incast(void)
+{
+	char *html = render_str(sc_incast);
+	REQUIRE(html);
+	CHECK(strncmp(html, "<!DOCTYPE html>\n", 16) == 0);
+	CHECK(strstr(html, "</html>\n") != NULL);
+	CHECK(strstr(html, "Content-Security-Policy") != NULL);
+	CHECK(strcasestr(html, "<script") == NULL);
+	CHECK(strstr(html, "https:") == NULL);
+	CHECK(strstr(html, "<title>softrdma scenarios: incast, 2026-12-07T16:10:00Z</title>") !=
+	      NULL);
+	CHECK(strstr(html, "<h2>incast: 2 senders \u2192 1 receiver, 200 Mbit/s port, 10 s per "
+			   "row</h2>") != NULL);
+	CHECK(strstr(html, "<dd>100 B ping-pong</dd>") != NULL);
+	CHECK(strstr(html, "<dd>4 of 5</dd>") != NULL);
+	CHECK(strstr(html, "id=\"table-scenarios\"") == NULL); /* one file: no index */
+	CHECK(strstr(html, "<section id=\"scenario-1\" class=\"scenario\" "
+			   "data-scenario=\"incast\">") != NULL);
+
+	/* The table: every row, figures in their units, the escaped error. */
+	CHECK_EQ(table_rows(html, "table-scenario-1"), 5);
+	char *t = element(html, "id=\"table-scenario-1\"", "</table>");
+	CHECK(strstr(t, "<th scope=\"col\">through<br><span class=\"u\">Mbit/s</span></th>") !=
+	      NULL);
+	CHECK(strstr(t, "<th scope=\"col\">probe p99<br><span class=\"u\">us</span></th>") != NULL);
+	CHECK(strstr(t, "<th scope=\"col\">paused<br><span class=\"u\">ms</span></th>") != NULL);
+	CHECK(strstr(t, "data-row=\"roce\"><span class=\"sw\" style=\"background:#0072b2\"></span>"
+			"RoCEv2, lossy, go-back-N</th><td>123.5</td><td>60.0 / 63.5</td>"
+			"<td>0.999</td><td>812.5</td><td>20321.4</td><td>311</td><td>0</td>"
+			"<td>0</td><td>0.0</td><td>4242</td></tr>") != NULL);
+	CHECK(strstr(t, "RoCEv2, PFC</th><td>190.0</td><td>95.0 / 95.0</td><td>1.000</td>"
+			"<td>2500.2</td><td>4100.6</td><td>0</td><td>0</td><td>0</td>"
+			"<td>4321.2</td><td>0</td></tr>") != NULL);
+	CHECK(strstr(t, "<td class=\"err\" colspan=\"10\">not measured: sender 1: "
+			"&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;timed out&quot;</td>") !=
+	      NULL);
+	CHECK(strstr(t, "<td>88</td><td>77</td><td>12.3</td>") != NULL);
+	CHECK(strstr(t, "<td>0.0</td><td class=\"na\" title=\"TCP's own, not counted\">TCP's</td>"
+			"</tr>") != NULL);
+	free(t);
+
+	/* Throughput bars against the port; the probe's p99 on a log scale. */
+	size_t m, e;
+	bars(html, "plot-throughput-1", &m, &e);
+	CHECK_EQ(m, 4);
+	CHECK_EQ(e, 1);
+	char *svg = element(html, "<svg id=\"plot-throughput-1\"", "</svg>");
+	CHECK(strstr(svg, "class=\"plot bars\"") != NULL);
+	CHECK_EQ(count(svg, "<line class=\"ref\""), 1);
+	CHECK(strstr(svg, ">port 200 Mbit/s</text>") != NULL);
+	CHECK(strstr(svg, "Mbit/s, linear") != NULL);
+	CHECK(strstr(svg, "<g class=\"bar error\" data-row=\"roce_dcqcn\"><text class=\"err\"") !=
+	      NULL);
+	CHECK(strstr(svg, "&lt;script&gt;") != NULL);
+	CHECK(strstr(svg, ">250</text>") != NULL); /* axis to 250 Mbit/s: above the port */
+	CHECK(strstr(svg, "RoCEv2, PFC: 190 Mbit/s</title>") != NULL);
+	free(svg);
+	bars(html, "plot-probe-1", &m, &e);
+	CHECK_EQ(m, 4);
+	CHECK_EQ(e, 1);
+	svg = element(html, "<svg id=\"plot-probe-1\"", "</svg>");
+	CHECK(strstr(svg, "log scale") != NULL);
+	CHECK_EQ(count(svg, "<line class=\"p50\""), 4);
+	CHECK(strstr(svg, "<line class=\"ref\"") == NULL);
+	CHECK(strstr(svg, ">10 ms</text>") != NULL);
+	CHECK(strstr(svg, ": 20321 us (p50 812 us)</title>") != NULL);
+	CHECK(strstr(svg, "<text class=\"val\" x=") != NULL &&
+	      strstr(svg, ">20 ms</text>") != NULL && strstr(svg, ">700 us</text>") != NULL);
+	free(svg);
+	CHECK(strstr(html, "id=\"plot-victim-1\"") == NULL);
+	free(html);
+}
+
+static void test_scenario_victim_loss(void)
+{
+	char *html = render_str(sc_victim);
+	REQUIRE(html);
+	CHECK(strstr(html, "<h2>victim: 2 senders \u2192 1 receiver and a victim flow, 200 Mbit/s "
+			   "port, 3 s per row</h2>") != NULL);
+	CHECK_EQ(table_rows(html, "table-scenario-1"), 2);
+	char *t = element(html, "id=\"table-scenario-1\"", "</table>");
+	CHECK(strstr(t, "<th scope=\"col\">victim<br><span class=\"u\">Mbit/s</span></th>") !=
+	      NULL);
+	CHECK(strstr(t, "probe") == NULL);
+	CHECK(strstr(t, "<td>0.900</td><td>87.5</td><td>5</td>") != NULL);
+	CHECK(strstr(t, "<td>21.3</td><td>0</td><td>0</td><td>0</td><td>2000.4</td>") != NULL);
+	free(t);
+	size_t m, e;
+	bars(html, "plot-throughput-1", &m, &e);
+	CHECK_EQ(m, 2);
+	CHECK_EQ(e, 0);
+	bars(html, "plot-victim-1", &m, &e);
+	CHECK_EQ(m, 2);
+	char *svg = element(html, "<svg id=\"plot-victim-1\"", "</svg>");
+	CHECK(strstr(svg, "<line class=\"ref\"") != NULL);
+	CHECK(strstr(svg, "RoCEv2, PFC: 21.30 Mbit/s</title>") != NULL);
+	free(svg);
+	CHECK(strstr(html, "id=\"plot-probe-1\"") == NULL);
+	free(html);
+
+	html = render_str(sc_loss);
+	REQUIRE(html);
+	CHECK(strstr(html, "<h2>loss: 1 sender \u2192 1 receiver, 200 Mbit/s port dropping 1% at "
+			   "random, 10 s per row</h2>") != NULL);
+	CHECK(strstr(html, "<dd>1% of the packets</dd>") != NULL);
+	CHECK_EQ(table_rows(html, "table-scenario-1"), 3);
+	t = element(html, "id=\"table-scenario-1\"", "</table>");
+	CHECK(strstr(t, "<th scope=\"col\">goodput<br><span class=\"u\">Mbit/s</span></th>"
+			"<th scope=\"col\">on the wire<br><span class=\"u\">Mbit/s</span></th>") !=
+	      NULL);
+	CHECK(strstr(t, "go-back-N</th><td>50.0</td><td>180.0</td><td>700.2</td><td>10400.2</td>"
+			"<td>120</td><td>3000</td><td>0</td><td>0</td></tr>") != NULL);
+	CHECK(strstr(t, "selective repeat</th><td>170.0</td><td>175.0</td><td>650.2</td>"
+			"<td>2400.2</td><td>118</td><td>130</td><td>121</td><td>119</td></tr>") !=
+	      NULL);
+	CHECK(strstr(t, "<td>110</td><td class=\"na\" title=\"TCP's own, not counted\">TCP's</td>"
+			"<td class=\"na\">\u2013</td><td class=\"na\" title=\"TCP's own, not "
+			"counted\">TCP's</td></tr>") != NULL);
+	CHECK(strstr(t, "jain") == NULL && strstr(t, "CNPs") == NULL);
+	free(t);
+	bars(html, "plot-throughput-1", &m, &e);
+	CHECK_EQ(m, 3);
+	svg = element(html, "<svg id=\"plot-throughput-1\"", "</svg>");
+	CHECK(strstr(svg, "goodput (Mbit/s, linear)") != NULL);
+	CHECK(strstr(svg, "RoCEv2, selective repeat: 170 Mbit/s</title>") != NULL);
+	CHECK(strstr(svg, "<line class=\"ref\"") != NULL);
+	free(svg);
+	bars(html, "plot-probe-1", &m, &e);
+	CHECK_EQ(m, 3);
+	free(html);
+}
+
+/* A sweep: several files in one page, a section each, an index, names escaped. */
+static void test_scenario_several(void)
+{
+	struct json *doc[3] = {parse_str(sc_incast), parse_str(sc_victim), parse_str(sc_loss)};
+	const struct json *cdoc[3] = {doc[0], doc[1], doc[2]};
+	const char *const names[] = {"incast.json", "<b>victim</b>.json", "loss.json"};
+	char *page = NULL, err[256];
+	size_t len = 0;
+	FILE *f = open_memstream(&page, &len);
+	REQUIRE(f);
+	CHECK_EQ(report_scenarios_html(cdoc, names, 3, f, err, sizeof(err)), 0);
+	REQUIRE(fclose(f) == 0);
+	CHECK(strstr(page, "<title>softrdma scenarios: incast, victim, loss, "
+			   "2026-12-07T16:10:00Z</title>") != NULL);
+	CHECK_EQ(table_rows(page, "table-scenarios"), 3);
+	CHECK(strstr(page, "<a href=\"#scenario-2\">victim</a>") != NULL);
+	CHECK(strstr(page, "<b>") == NULL);
+	CHECK(count(page, "&lt;b&gt;victim&lt;/b&gt;.json") == 2); /* index and facts */
+	CHECK(strstr(page, "<td>1%</td><td>10 s</td><td>3 of 3</td>") != NULL);
+	static const char *const ids[] = {
+	    "<section id=\"scenario-1\" class=\"scenario\" data-scenario=\"incast\">",
+	    "<section id=\"scenario-2\" class=\"scenario\" data-scenario=\"victim\">",
+	    "<section id=\"scenario-3\" class=\"scenario\" data-scenario=\"loss\">",
+	    "id=\"table-scenario-3\"",
+	    "<svg id=\"plot-throughput-1\"",
+	    "<svg id=\"plot-throughput-2\"",
+	    "<svg id=\"plot-throughput-3\"",
+	    "<svg id=\"plot-victim-2\"",
+	    "<svg id=\"plot-probe-1\"",
+	    "<svg id=\"plot-probe-3\""};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		CHECK_EQ(count(page, ids[i]), 1);
+	CHECK_EQ(count(page, "<svg "), 6);
+	CHECK_EQ(table_rows(page, "table-scenario-2"), 2);
+	free(page);
+
+	/* One bad file refuses the page, naming it; nothing is written. */
+	struct json *bad = parse_str("{\"tool\": \"softrdma compare --scenario\", \"schema\": 2}");
+	cdoc[1] = bad;
+	page = NULL;
+	f = open_memstream(&page, &len);
+	REQUIRE(f);
+	CHECK_EQ(report_scenarios_html(cdoc, names, 3, f, err, sizeof(err)), -EINVAL);
+	REQUIRE(fclose(f) == 0);
+	CHECK_EQ(len, 0);
+	CHECK(strstr(err, "<b>victim</b>.json: schema version 2") == err);
+	free(page);
+	/* A compare result among them. */
+	struct json *cmp = parse_str("{\"tool\": \"softrdma compare\", \"schema\": 1}");
+	cdoc[1] = cmp;
+	free(render(cmp, &(int){0}, err, sizeof(err))); /* alone it is fine */
+	page = NULL;
+	f = open_memstream(&page, &len);
+	REQUIRE(f);
+	CHECK_EQ(report_scenarios_html(cdoc, NULL, 3, f, err, sizeof(err)), -EINVAL);
+	REQUIRE(fclose(f) == 0);
+	CHECK(strstr(err, "result 2: a compare result") == err);
+	free(page);
+	page = NULL;
+	f = open_memstream(&page, &len);
+	REQUIRE(f);
+	CHECK_EQ(report_scenarios_html(cdoc, NULL, 0, f, err, sizeof(err)), -EINVAL);
+	REQUIRE(fclose(f) == 0);
+	free(page);
+	json_free(cmp);
+	json_free(bad);
+	for (size_t i = 0; i < 3; i++)
+		json_free(doc[i]);
+}
+
+#define SC_TOP                                                                                     \
+	"\"tool\": \"softrdma compare --scenario\", \"schema\": 1, \"scenario\": \"incast\", "     \
+	"\"senders\": 2, \"rate_bps\": 2e8, \"seconds\": 1"
+#define SC_ROW "\"id\": \"roce\", \"label\": \"x\", \"ok\": true, \"throughput_gbps\": 0.1"
+
+/* Malformed scenario results are refused with the member at fault, and nothing is written.
+ * (json_get takes the first of duplicate keys: a key put first overrides SC_TOP's.) */
+static void test_scenario_refusals(void)
+{
+	static const struct {
+		const char *json, *msg;
+	} cases[] = {
+	    {"{\"schema\": 2, " SC_TOP ", \"rows\": [{" SC_ROW "}]}", "schema version 2 is not"},
+	    {"{\"schema\": \"1\", " SC_TOP ", \"rows\": [{" SC_ROW "}]}", "no \"schema\": 1"},
+	    {"{" SC_TOP "}", "\"rows\": missing"},
+	    {"{" SC_TOP ", \"rows\": {}}", "\"rows\": not an array"},
+	    {"{" SC_TOP ", \"rows\": []}", "\"rows\": 0 rows"},
+	    {"{\"scenario\": \"fire\", " SC_TOP ", \"rows\": [{" SC_ROW "}]}",
+	     "\"scenario\": not \"incast\""},
+	    {"{\"scenario\": 5, " SC_TOP ", \"rows\": [{" SC_ROW "}]}",
+	     "\"scenario\": not a string"},
+	    {"{\"senders\": \"2\", " SC_TOP ", \"rows\": [{" SC_ROW "}]}",
+	     "\"senders\": not a number"},
+	    {"{\"senders\": 0, " SC_TOP ", \"rows\": [{" SC_ROW "}]}", "\"senders\": 0 is out of"},
+	    {"{\"senders\": 1.5, " SC_TOP ", \"rows\": [{" SC_ROW "}]}", "not a whole number"},
+	    {"{\"tool\": \"softrdma compare --scenario\", \"schema\": 1, \"scenario\": \"incast\", "
+	     "\"senders\": 2, \"seconds\": 1, \"rows\": [{" SC_ROW "}]}",
+	     "\"rate_bps\": missing"},
+	    {"{\"seconds\": null, " SC_TOP ", \"rows\": [{" SC_ROW "}]}", "\"seconds\": missing"},
+	    {"{\"started\": 5, " SC_TOP ", \"rows\": [{" SC_ROW "}]}", "\"started\": not a string"},
+	    {"{\"scenario\": \"loss\", " SC_TOP ", \"rows\": [{" SC_ROW ", \"goodput_gbps\": 1}]}",
+	     "\"loss\": missing"},
+	    {"{\"scenario\": \"loss\", \"loss\": 2, " SC_TOP ", \"rows\": [{" SC_ROW
+	     ", \"goodput_gbps\": 1}]}",
+	     "\"loss\": 2 is out of range"},
+	    {"{\"scenario\": \"loss\", \"loss\": 0.1, " SC_TOP ", \"rows\": [{" SC_ROW "}]}",
+	     "rows[0].\"goodput_gbps\": missing"},
+	    {"{" SC_TOP ", \"rows\": [1]}", "rows[0]: not an object"},
+	    {"{" SC_TOP ", \"rows\": [{\"ok\": \"yes\", " SC_ROW "}]}",
+	     "rows[0].\"ok\": not true or false"},
+	    {"{" SC_TOP ", \"rows\": [{\"id\": \"roce\", \"label\": \"x\"}]}",
+	     "rows[0].\"ok\": missing"},
+	    {"{" SC_TOP ", \"rows\": [{\"label\": 7, " SC_ROW "}]}",
+	     "rows[0].\"label\": not a string"},
+	    {"{" SC_TOP ", \"rows\": [{\"throughput_gbps\": \"fast\", " SC_ROW "}]}",
+	     "rows[0].\"throughput_gbps\": not a number"},
+	    {"{" SC_TOP ", \"rows\": [{\"id\": \"roce\", \"label\": \"x\", \"ok\": true}]}",
+	     "rows[0].\"throughput_gbps\": missing"},
+	    {"{" SC_TOP ", \"rows\": [{\"drops\": -1, " SC_ROW "}]}",
+	     "rows[0].\"drops\": -1 is out of range"},
+	    {"{" SC_TOP ", \"rows\": [{\"jain\": 2, " SC_ROW "}]}", "rows[0].\"jain\": 2 is out"},
+	    {"{" SC_TOP ", \"rows\": [{\"probe_p99_us\": 1e300, " SC_ROW "}]}",
+	     "rows[0].\"probe_p99_us\": 1e+300 is out"},
+	    {"{" SC_TOP ", \"rows\": [{\"shares_gbps\": [0.1, \"a\"], " SC_ROW "}]}",
+	     "rows[0].\"shares_gbps\"[1]: not a number"},
+	    {"{" SC_TOP ", \"rows\": [{\"app_shares_gbps\": 3, " SC_ROW "}]}",
+	     "rows[0].\"app_shares_gbps\": not an array"},
+	    {"{" SC_TOP ", \"rows\": [{\"id\": \"roce\", \"label\": \"x\", \"ok\": false, "
+	     "\"error\": 5}]}",
+	     "rows[0].\"error\": not a string"},
+	    {"{" SC_TOP ", \"rows\": [{" SC_ROW "}, {\"id\": 1, \"label\": \"y\", \"ok\": true}]}",
+	     "rows[1].\"id\": not a string"},
+	    {"{\"scenario\": \"incast\", \"rows\": []}", "from before its format had"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json *doc = parse_str(cases[i].json);
+		char err[256];
+		int rc;
+		char *page = render(doc, &rc, err, sizeof(err));
+		CHECK_EQ(rc, -EINVAL);
+		if (!strstr(err, cases[i].msg))
+			fprintf(stderr, "case %zu: got \"%s\", want \"%s\"\n", i, err,
+				cases[i].msg);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+		CHECK(page && page[0] == '\0'); /* nothing written */
+		free(page);
+		json_free(doc);
+	}
+	/* The least valid result renders; null figures and a row without a reason are fine. */
+	char *html = render_str("{" SC_TOP ", \"rows\": [{\"jain\": null, " SC_ROW
+				"}, {\"id\": \"iwarp\", \"label\": \"y\", \"ok\": false}]}");
+	CHECK(strstr(html, "not measured: no reason given") != NULL);
+	CHECK(strstr(html, "<svg id=\"plot-throughput-1\"") != NULL);
+	CHECK(strstr(html, "<svg id=\"plot-probe-1\"") == NULL);
+	free(html);
+	/* A label longer than a chart has room for is cut there, whole code points. */
+	html = render_str("{" SC_TOP ", \"rows\": [{\"label\": \"\u00e9\u00e9\u00e9\u00e9\u00e9"
+			  "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			  "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			  "\u00e9xyz\", " SC_ROW "}]}");
+	CHECK(strstr(html,
+		     "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+		     "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+		     "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u2026<title>") != NULL);
+	free(html);
+}
+
+/* Random mutations of a scenario result: refused or rendered, never unsafe. */
+static void test_scenario_mutations(void)
+{
+	static char buf[1 << 14];
+	const size_t len = strlen(sc_incast);
+	REQUIRE(len < sizeof(buf));
+	static const char *const junk[] = {"0",	   "-1", "1e308", "1e-300", "null",  "\"<s>\"",
+					   "[]",   "{}", "true",  "\"\"",   "[[0]]", "-0",
+					   "1e20", "2",	 "\"&\"", "0.5"};
+	int rendered = 0, refused = 0;
+	for (int it = 0; it < 400; it++) {
+		memcpy(buf, sc_incast, len);
+		size_t n = len;
+		for (int m = 0; m < 1 + (int)(rnd() % 3); m++) {
+			size_t at = rnd() % n, e = at;
+			if (!(buf[at] == '"' || (buf[at] >= '0' && buf[at] <= '9')))
+				continue;
+			if (buf[at] == '"') {
+				e = at + 1;
+				while (e < n && buf[e] != '"')
+					e++;
+				e++;
+			} else {
+				while (e < n && strchr("0123456789.eE+-", buf[e]))
+					e++;
+			}
+			const char *j = junk[rnd() % (sizeof(junk) / sizeof(junk[0]))];
+			size_t k = strlen(j);
+			if (e > n || n - (e - at) + k >= sizeof(buf))
+				continue;
+			memmove(buf + at + k, buf + e, n - e);
+			memcpy(buf + at, j, k);
+			n = n - (e - at) + k;
+		}
+		struct json *v;
+		if (json_parse(buf, n, &v, NULL))
+			continue;
+		int rc;
+		char err[256];
+		char *html = render(v, &rc, err, sizeof(err));
+		CHECK(rc == 0 || rc == -EINVAL);
+		if (rc == 0) {
+			rendered++;
+			CHECK(strstr(html, "<s>") == NULL);
+			CHECK(strstr(html, "</html>") != NULL);
+			CHECK(strstr(html, "nan") == NULL && strstr(html, "inf\"") == NULL &&
+			      strstr(html, ">inf") == NULL);
+		} else {
+			refused++;
+			CHECK(html[0] == '\0' && err[0] != '\0');
+		}
+		free(html);
+		json_free(v);
+	}
+	printf("scenario mutations: %d rendered, %d refused\n", rendered, refused);
+	CHECK(rendered > 20 && refused > 20);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	REQUIRE(f);
+	fputs(text, f);
+	REQUIRE(fclose(f) == 0);
+}
+
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	REQUIRE(f);
+	static char buf[1 << 18];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* `softrdma report a.json b.json c.json -o page.html`: one page; refusals leave no page. */
+static void test_scenario_cli(void)
+{
+	char dir[] = "/tmp/test_report_XXXXXX";
+	REQUIRE(mkdtemp(dir));
+	char inc[128], los[128], cmp[128], bad[128], out[128], def[128];
+	snprintf(inc, sizeof(inc), "%s/incast.json", dir);
+	snprintf(los, sizeof(los), "%s/loss.json", dir);
+	snprintf(cmp, sizeof(cmp), "%s/compare.json", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.json", dir);
+	snprintf(out, sizeof(out), "%s/all.html", dir);
+	snprintf(def, sizeof(def), "%s/incast.html", dir);
+	write_file(inc, sc_incast);
+	write_file(los, sc_loss);
+	write_file(cmp, "{\"tool\": \"softrdma compare\", \"schema\": 1}\n");
+	write_file(bad, "{" SC_TOP ", \"rows\": [{\"ok\": 1, " SC_ROW "}]}\n");
+	struct stat st;
+	CHECK_EQ(run(inc, los, NULL, NULL), 2); /* several files need -o */
+	CHECK_EQ(run(inc, cmp, "-o", out), 1);
+	CHECK_EQ(run(inc, bad, "-o", out), 1);
+	CHECK_EQ(run(bad, NULL, NULL, NULL), 1);
+	CHECK(stat(out, &st) != 0); /* nothing written for a refused file */
+	CHECK(stat(def, &st) != 0);
+	CHECK_EQ(run(inc, los, "-o", out), 0);
+	char *html = read_all(out);
+	CHECK_EQ(table_rows(html, "table-scenarios"), 2);
+	CHECK(strstr(html, "id=\"scenario-2\"") != NULL);
+	CHECK(strstr(html, "<td class=\"l\">") != NULL && strstr(html, "/loss.json</td>") != NULL);
+	CHECK_EQ(run(inc, NULL, NULL, NULL), 0); /* one scenario file: incast.json -> incast.html */
+	html = read_all(def);
+	CHECK(strstr(html, "<svg id=\"plot-throughput-1\"") != NULL);
+	CHECK(strstr(html, "id=\"table-scenarios\"") == NULL);
+	unlink(inc);
+	unlink(los);
+	unlink(cmp);
+	unlink(bad);
+	unlink(out);
+	unlink(def);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_sample();
@@ -494,5 +1015,11 @@ int main(void)
 	test_extremes();
 	test_mutations();
 	test_cli();
+	test_scenario_incast();
+	test_scenario_victim_loss();
+	test_scenario_several();
+	test_scenario_refusals();
+	test_scenario_mutations();
+	test_scenario_cli();
 	return check_exit();
 }
