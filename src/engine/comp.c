@@ -425,7 +425,8 @@ void eng_comp_timer(struct eng_qp *qp, uint64_t now)
 		/* RNR wait over: resend from the NAKed PSN (spec 5.5). */
 		qp->comp.rnr_deadline = UINT64_MAX;
 		qp->comp.retrying = true;
-		eng_req_rewind(qp);
+		if (!(qp->sr && eng_sr_rnr_over(qp)))
+			eng_req_rewind(qp);
 	}
 	if (qp->comp.ack_deadline <= now) {
 		qp->comp.ack_deadline = UINT64_MAX;

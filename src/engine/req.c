@@ -324,7 +324,7 @@ static int resend(struct eng_qp *qp, uint32_t idx, uint32_t psn, struct roce_pkt
 	if (n > 0) {
 		out->bth.ackreq = true;
 		ENG_INC(qp, sr_resent);
-		eng_sr_resent(qp, psn);
+		eng_sr_resent(qp, psn, now);
 	}
 	return n;
 }

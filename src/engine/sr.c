@@ -14,6 +14,8 @@ struct sr_slot {
 	uint8_t *data;
 };
 
+#define AGAIN 0x80000000u /* beside a 24-bit PSN in again[] */
+
 struct eng_sr {
 	/* Responder: ENG_SR_WINDOW slots by PSN modulo the window, and their payload room
 	 * (cap bytes each), allocated at the first request kept. */
@@ -28,8 +30,13 @@ struct eng_sr {
 	uint32_t sack_base;
 	uint32_t sack_high;
 	uint8_t sack[ENG_SR_SACK_BYTES];
-	/* Holes before rtx were sent again in this episode; a timeout starts over. */
+	/* Holes before rtx were sent again in this episode; a timeout starts over. A hole sent
+	 * again that is still open when requests sent after it arrived was lost again (RACK,
+	 * RFC 8985, by send time): `again` marks it to go once more without waiting for the
+	 * RTO. sent_at: when each PSN of the window (modulo ENG_SR_WINDOW) last left. */
 	uint32_t rtx;
+	uint32_t again[ENG_SR_WINDOW]; /* AGAIN | psn at psn modulo the window */
+	uint64_t sent_at[ENG_SR_WINDOW];
 	bool rtx_timeout; /* the last expiry resent holes: the next one goes back N */
 	/* An expiry with nothing on the scoreboard sends the newest request again as a probe
 	 * (a tail loss leaves nothing behind it to show the gap): it fills the hole, or the
@@ -78,6 +85,8 @@ void eng_sr_resp_reset(struct eng_sr *sr)
 
 void eng_sr_req_reset(struct eng_sr *sr)
 {
+	memset(sr->again, 0, sizeof(sr->again));
+	memset(sr->sent_at, 0, sizeof(sr->sent_at));
 	sr->sack_on = false;
 	sr->rtx_timeout = false;
 	sr->probe_on = false;
@@ -190,6 +199,25 @@ static bool sacked(const struct eng_sr *sr, uint32_t psn)
 	return sr->sack[d / 8] & (1u << (d % 8));
 }
 
+/* The holes already sent again (below rtx) that requests sent later than them overtook
+ * (RACK): marked in `again`. A quarter of the smoothed RTT is left for reordering. */
+static void lost_again(struct eng_qp *qp)
+{
+	struct eng_sr *sr = qp->sr;
+	uint64_t newest = 0;
+
+	for (uint32_t p = qp->comp.psn; psn_cmp(p, sr->sack_high) < 0; p = psn_add(p, 1))
+		if (sacked(sr, p) && sr->sent_at[p % ENG_SR_WINDOW] > newest)
+			newest = sr->sent_at[p % ENG_SR_WINDOW];
+	uint64_t reo = sr->srtt / 4;
+	for (uint32_t p = qp->comp.psn; psn_cmp(p, sr->rtx) < 0 && psn_cmp(p, sr->sack_high) < 0;
+	     p = psn_add(p, 1)) {
+		uint64_t at = sr->sent_at[p % ENG_SR_WINDOW];
+		if (!sacked(sr, p) && at && at + reo < newest)
+			sr->again[p % ENG_SR_WINDOW] = AGAIN | p;
+	}
+}
+
 void eng_sr_sacked(struct eng_qp *qp, uint32_t base, const uint8_t bits[ENG_SR_SACK_BYTES])
 {
 	struct eng_sr *sr = qp->sr;
@@ -213,6 +241,45 @@ void eng_sr_sacked(struct eng_qp *qp, uint32_t base, const uint8_t bits[ENG_SR_S
 	sr->sack_on = top >= 0;
 	if (sr->sack_on && psn_cmp(sr->rtx, qp->comp.psn) < 0)
 		sr->rtx = qp->comp.psn;
+	if (sr->sack_on)
+		lost_again(qp);
+}
+
+/* The started WQE that sends a request packet with PSN psn: its index. */
+static bool request_of(struct eng_qp *qp, uint32_t psn, uint32_t *idx)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		const struct eng_swqe *w = eng_swqe_at(qp, i);
+
+		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
+			continue;
+		if (w->state != ENG_SWQE_ACTIVE || psn_cmp(psn, w->first_psn) < 0)
+			return false;
+		uint32_t last = eng_ops[w->op].rd_atomic ? w->first_psn : w->last_psn;
+		if (psn_cmp(psn, last) <= 0) {
+			*idx = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A hole sent again and lost again (lost_again), still unanswered and not sacked. */
+static bool again_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
+{
+	struct eng_sr *sr = qp->sr;
+
+	for (uint32_t p = qp->comp.psn; psn_cmp(p, sr->rtx) < 0; p = psn_add(p, 1)) {
+		uint32_t *a = &sr->again[p % ENG_SR_WINDOW];
+		if (*a != (AGAIN | p))
+			continue;
+		if (!sacked(sr, p) && request_of(qp, p, idx)) {
+			*psn = p;
+			return true;
+		}
+		*a = 0;
+	}
+	return false;
 }
 
 bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
@@ -226,6 +293,8 @@ bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 	}
 	if (!sr->sack_on)
 		return false;
+	if (psn_cmp(qp->req.psn, sr->rtx) >= 0 && again_hole(qp, idx, psn))
+		return true;
 	uint32_t from = psn_cmp(sr->rtx, qp->comp.psn) < 0 ? qp->comp.psn : sr->rtx;
 	/* Below req.psn only: a go-back-N pass resends the rest itself. */
 	uint32_t to = psn_cmp(qp->req.psn, sr->sack_high) < 0 ? qp->req.psn : sr->sack_high;
@@ -255,20 +324,27 @@ bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 	return false;
 }
 
-void eng_sr_resent(struct eng_qp *qp, uint32_t psn)
+void eng_sr_resent(struct eng_qp *qp, uint32_t psn, uint64_t now)
 {
-	if (qp->sr->probe_on) {
-		qp->sr->probe_on = false;
+	struct eng_sr *sr = qp->sr;
+
+	sr->sent_at[psn % ENG_SR_WINDOW] = now;
+	sr->timing = false;
+	if (sr->probe_on) {
+		sr->probe_on = false;
 		return;
 	}
-	qp->sr->rtx = psn_add(psn, 1);
-	qp->sr->timing = false;
+	if (sr->again[psn % ENG_SR_WINDOW] == (AGAIN | psn))
+		sr->again[psn % ENG_SR_WINDOW] = 0;
+	if (psn_cmp(psn_add(psn, 1), sr->rtx) > 0)
+		sr->rtx = psn_add(psn, 1);
 }
 
 void eng_sr_sent(struct eng_qp *qp, uint32_t psn, bool ackreq, bool fresh, uint64_t now)
 {
 	struct eng_sr *sr = qp->sr;
 
+	sr->sent_at[psn % ENG_SR_WINDOW] = now;
 	if (!fresh) {
 		sr->timing = false;
 		return;
@@ -307,6 +383,7 @@ void eng_sr_progress(struct eng_qp *qp, uint64_t now)
 
 void eng_sr_rewound(struct eng_qp *qp)
 {
+	memset(qp->sr->again, 0, sizeof(qp->sr->again));
 	qp->sr->sack_on = false;
 	qp->sr->probe_on = false;
 	qp->sr->timing = false;
@@ -340,6 +417,19 @@ static bool probe(struct eng_qp *qp)
 		return true;
 	}
 	return false;
+}
+
+bool eng_sr_rnr_over(struct eng_qp *qp)
+{
+	struct eng_sr *sr = qp->sr;
+	uint32_t idx;
+
+	if (psn_cmp(qp->req.psn, qp->req.psn_hi) != 0 || !request_of(qp, qp->comp.psn, &idx))
+		return false;
+	sr->probe_on = true;
+	sr->probe_idx = idx;
+	sr->probe_psn = qp->comp.psn;
+	return true;
 }
 
 bool eng_sr_timeout(struct eng_qp *qp)

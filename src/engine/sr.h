@@ -12,9 +12,15 @@
  * completions stay in order.
  *
  * Requester: the SACKs build a scoreboard; the requests below the highest PSN the peer
- * holds that it does not hold (holes) are sent again, each once, before new requests.
+ * holds that it does not hold (holes) are sent again, each once, before new requests. A
+ * hole sent again that is still open when requests sent after it have arrived was lost
+ * again (RACK, RFC 8985: by send time, a quarter RTT left for reordering) and goes once
+ * more, without waiting for the timer.
  * Nothing is completed on a SACK beyond its cumulative PSN: the peer may still drop what it
  * holds (it never does but for an error, which ends the connection), so only ACKs retire.
+ *
+ * RNR: a request the peer had no receive WQE for is NAKed (RNR) while what follows it stays
+ * kept there; after the wait only the NAKed request goes again.
  *
  * Timeout: the local ACK timer runs on an RTO from the measured round trip (RFC 6298: a
  * smoothed RTT plus four deviations, Karn's rule, doubling on every expiry without
@@ -76,14 +82,17 @@ void eng_sr_sack_bits(const struct eng_qp *qp, uint32_t base, uint8_t bits[ENG_S
 void eng_sr_sacked(struct eng_qp *qp, uint32_t base, const uint8_t bits[ENG_SR_SACK_BYTES]);
 /* The next hole to send again: its send WQE's index and PSN. false: none. */
 bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn);
-/* The hole at `psn` was sent again. */
-void eng_sr_resent(struct eng_qp *qp, uint32_t psn);
+/* The hole at `psn` was sent again at now. */
+void eng_sr_resent(struct eng_qp *qp, uint32_t psn, uint64_t now);
 /* A request packet left; `fresh` if its PSN was never sent before. */
 void eng_sr_sent(struct eng_qp *qp, uint32_t psn, bool ackreq, bool fresh, uint64_t now);
 /* comp.psn moved forward at now. */
 void eng_sr_progress(struct eng_qp *qp, uint64_t now);
 /* The requester went back to comp.psn (go-back-N): the scoreboard is moot. */
 void eng_sr_rewound(struct eng_qp *qp);
+/* An RNR wait is over: true if only the NAKed request goes again (what followed it is kept
+ * by the peer, or shows up as holes), false for a go-back-N. */
+bool eng_sr_rnr_over(struct eng_qp *qp);
 /* The ACK timer expired: true if the holes are sent again (selective), false for a
  * go-back-N. */
 bool eng_sr_timeout(struct eng_qp *qp);

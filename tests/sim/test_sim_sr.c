@@ -12,6 +12,10 @@
  *     NAK PSN sequence error, and a go-back-N responder's NAK is one for selective repeat;
  *   - what a hostile peer can do: a request too far ahead is not kept, a SACK of the wrong
  *     length is dropped, a SACK bitmap naming PSNs never sent changes nothing;
+ *   - a hole sent again and lost again is sent once more as soon as requests sent after it
+ *     arrive (RACK), not after the ACK timer;
+ *   - an RNR NAK in the middle of requests the peer keeps: after each RNR wait only the
+ *     NAKed request goes again, not everything after it;
  *   - random loss: selective repeat needs fewer retransmissions and less time;
  *   - a peer that stopped answering is given up on after as long as with go-back-N
  *     ((retry_cnt + 1) IB timeouts), though the RTO fires much sooner. */
@@ -138,6 +142,92 @@ static void test_tail_loss(void)
 	fprintf(stderr, "tail loss: go-back-N %.1f ms, selective repeat %.1f ms (srtt %.1f us)\n",
 		(double)gbn / MS, (double)sr / MS, (double)srtt / 1000);
 	sim_fini(&s);
+}
+
+static bool all_done(struct sim *sm, void *arg);
+
+static bool a_sent(struct sim *sm, void *arg)
+{
+	return sm->stats.entered[SIM_AB] >= *(const uint64_t *)arg;
+}
+
+/* A 16-packet WRITE loses its packet 5 and then the copy sent for the SACK (link packet 16);
+ * a second WRITE, posted once that copy left, is sent after it: once the peer keeps it, the
+ * copy was lost again and goes once more. Without that, only the ACK timer (67 ms: no round
+ * trip measured yet) would find it. */
+static void test_lost_again(void)
+{
+	int want[2] = {2, 0};
+
+	setup(true, true, 14);
+	sim_rule(&s, SIM_AB, 5, SIM_DROP, 0);
+	sim_rule(&s, SIM_AB, 16, SIM_DROP, 0);
+	/* A late copy of the last packet: an event 50 us on, where the clock stops next
+	 * (sim_step moves it to the next event) instead of at the ACK timer. */
+	sim_rule(&s, SIM_AB, 15, SIM_DUP, 50000);
+	REQUIRE(sim_post_send(&s.node[SIM_A], qa, 1, IBV_WR_RDMA_WRITE, src, 0, 16 * PMTU,
+			      sim_va(dst, 0), dst->key, IBV_SEND_SIGNALED) == 0);
+	uint64_t n = 17;
+	REQUIRE(sim_run_until(&s, a_sent, &n, 1000 * MS));
+	CHECK_EQ(cnt(qa)[ENG_CNT_sr_resent], 1);
+	CHECK(s.now < 100000);
+	uint64_t t0 = s.now;
+	REQUIRE(sim_post_send(&s.node[SIM_A], qa, 2, IBV_WR_RDMA_WRITE, src, 16 * PMTU, 16 * PMTU,
+			      sim_va(dst, 16 * PMTU), dst->key, IBV_SEND_SIGNALED) == 0);
+	REQUIRE(sim_run_until(&s, all_done, want, 1000 * MS));
+	uint64_t t = s.now - t0;
+	SIM_EXPECT_WC(&s.node[SIM_A], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 16 * PMTU);
+	SIM_EXPECT_WC(&s.node[SIM_A], 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 16 * PMTU);
+	CHECK_MEM(dst->host, src->host, 32 * PMTU);
+	CHECK_EQ(cnt(qa)[ENG_CNT_sr_resent], 2);
+	CHECK_EQ(cnt(qa)[ENG_CNT_ack_timeouts], 0);
+	CHECK(t < 1 * MS);
+	fprintf(stderr, "lost again: both WRITEs done %.1f us after the second was posted\n",
+		(double)t / 1000);
+	sim_fini(&s);
+}
+
+/* Three 8-packet SENDs, one receive posted: the second SEND meets no receive (RNR NAK, 10
+ * us waits) until two more are posted 100 us later. Returns A's retransmissions. */
+static uint64_t rnr_run(bool sr)
+{
+	int want[2] = {3, 3};
+
+	setup(sr, sr, 14);
+	REQUIRE(sim_post_recv(qb, 10, dst, 0, 8 * PMTU) == 0);
+	for (int i = 0; i < 3; i++)
+		REQUIRE(sim_post_send(&s.node[SIM_A], qa, (uint64_t)i, IBV_WR_SEND, src,
+				      (uint64_t)i * 8 * PMTU, 8 * PMTU, 0, 0,
+				      IBV_SEND_SIGNALED) == 0);
+	sim_run(&s, 100000);
+	CHECK(cnt(qa)[ENG_CNT_rnr_naks_rcvd] >= 3);
+	REQUIRE(sim_post_recv(qb, 11, dst, 8 * PMTU, 8 * PMTU) == 0);
+	REQUIRE(sim_post_recv(qb, 12, dst, 16 * PMTU, 8 * PMTU) == 0);
+	REQUIRE(sim_run_until(&s, all_done, want, 1000 * MS));
+	for (int i = 0; i < 3; i++)
+		SIM_EXPECT_WC(&s.node[SIM_A], (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_SEND, 8 * PMTU);
+	for (int i = 0; i < 3; i++)
+		SIM_EXPECT_WC(&s.node[SIM_B], (uint64_t)(10 + i), IBV_WC_SUCCESS, IBV_WC_RECV,
+			      8 * PMTU);
+	CHECK_MEM(dst->host, src->host, 24 * PMTU);
+	uint64_t r = cnt(qa)[ENG_CNT_retransmits], n = cnt(qa)[ENG_CNT_rnr_naks_rcvd];
+	if (sr)
+		CHECK_EQ(r, n); /* one packet per RNR wait */
+	else
+		CHECK(r >= 16 * (n - 1)); /* the second and third SEND again each time */
+	sim_fini(&s);
+	return r;
+}
+
+static void test_rnr_kept(void)
+{
+	uint64_t gbn = rnr_run(false), sr = rnr_run(true);
+
+	fprintf(stderr,
+		"RNR with 16 requests behind: go-back-N resent %" PRIu64
+		", selective repeat %" PRIu64 "\n",
+		gbn, sr);
+	CHECK(sr < gbn);
 }
 
 static bool all_done(struct sim *sm, void *arg)
@@ -380,6 +470,8 @@ int main(void)
 	test_tail_loss();
 	test_mixed_peers();
 	test_hostile();
+	test_lost_again();
+	test_rnr_kept();
 	test_random_loss();
 	test_dead_peer();
 	return check_exit();
