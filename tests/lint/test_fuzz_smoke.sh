@@ -86,7 +86,8 @@ mad='01070203 00000000 00000002 0c6a8a74'
 seed fuzz_cm_mad req "$mad 00100000 00000000 748a6a0c 00000000 0000000001061c06 505400fffe770011 $(z 8) 00005001 00000001 000000a0 d3af94a7 ffff37f0 ffffffff $(z 10) ffff0a4d000b $(z 10) ffff0a4d000c 0326c000 00400098 $(z 44) 004084da $(z 12) 0a4d000b $(z 12) 0a4d000c $(z 56)"
 seed fuzz_cm_mad sidr_rep "$mad 00180000 00000000 778a6a0c 00000000 00004c00 0000000001111c06 01234567 $(z 208)"
 seed fuzz_cm_mad rej "$mad 00120000 00000000 9396b1f8 748a6a0c 0020 001c 0123456789abcdef $(z 212)"
-# fuzz_compare_ctl: sessions as a client speaks them; fuzz_report: a small result of every kind
+# fuzz_compare_ctl: sessions as a client speaks them; fuzz_report: a small result of every kind,
+# and a scenario result (softrdma compare --scenario; one row not measured)
 tseed() { # target-name, seed-name, text
 	mkdir -p "$tmp/corpus/$1"
 	printf '%b' "$3" >"$tmp/corpus/$1/$2"
@@ -94,6 +95,7 @@ tseed() { # target-name, seed-name, text
 tseed fuzz_compare_ctl session 'HELLO 2 0123456789abcdef\nSTART lat - 0 0 18601 0 10\nWAIT 12.5\nSTART floor udp-lat 0 0 18602 0 10\nSTART setup - 1 0 18603 20 10\nSTART setup - 0 1 18604 5 10\nBYE\n'
 tseed fuzz_report result '{"tool":"softrdma compare","schema":1,"started":"2026-12-02T19:30:00Z","duration_s":95.2,"host":{"name":"box","kernel":"6.1","cpus":2,"cpu_model":"x"},"mode":"loopback","quick":true,"server":"127.0.0.1","transports":[{"id":"roce","label":"RoCEv2","kind":"rdma","device":"roce_lo"},{"id":"tcp","label":"TCP (floor)","kind":"floor"}],"latency":{"size":100,"what":"rt","series":[{"transport":"roce","samples":3,"min_us":12.1,"p50_us":16.3,"p90_us":20.0,"p99_us":80.2,"p999_us":190.4,"max_us":900.0,"mean_us":18.0,"stdev_us":9.5,"jitter_us":63.9,"cdf":[[12.1,0.0],[16.3,0.5],[900.0,1.0]]},{"transport":"tcp","error":"<b>x</b>"}]},"bandwidth":{"what":"w","series":[{"transport":"roce","points":[{"size":8,"gbps":0.05,"mpps":0.8},{"size":65536,"error":"e"}]}]},"cpu":{"what":"c","series":[{"transport":"roce","test":"latency 100 B","client_us_per_msg":9.8,"server_us_per_msg":9.7}]},"setup":{"series":[{"transport":"roce","p50_ms":0.3}]},"loss":{"skipped":"needs root"},"summary":["a \\u00e9 \\"q\\""],"errors":[]}'
 
+tseed fuzz_report scenario '{"tool":"softrdma compare --scenario","schema":1,"started":"2026-12-07T17:08:17Z","duration_s":19,"scenario":"loss","senders":1,"rate_bps":200000000,"seconds":5,"message_bytes":65536,"probe_bytes":100,"loss":0.01,"rows":[{"id":"roce","label":"RoCEv2, go-back-N","ok":true,"throughput_gbps":0.165891,"shares_gbps":[0.165891],"app_shares_gbps":[0.083634],"jain":1.0,"goodput_gbps":0.083634,"lost":340,"probe_p50_us":640.98,"probe_p99_us":70834.06,"drops":0,"marks":0,"cnps":0,"pauses":0,"pause_ms":0.0,"queue_max_kib":40.7,"resent":14956,"sr_resent":0,"sacks":0},{"id":"roce_sr","label":"RoCEv2, selective repeat","ok":false,"error":"<script>x</script>"},{"id":"iwarp","label":"iWARP","ok":true,"throughput_gbps":0.19,"shares_gbps":[0.19],"app_shares_gbps":[0.19],"jain":1.0,"goodput_gbps":0.19,"lost":232,"probe_p50_us":717.0,"probe_p99_us":209690.0,"drops":0,"marks":12,"cnps":0,"pauses":0,"pause_ms":0.0,"queue_max_kib":400.0}]}'
 fail=0
 for src in "${targets[@]}"; do
 	name=$(basename "$src" .c)
