@@ -36,6 +36,9 @@ struct eng_sr {
 	 * RTO. sent_at: when each PSN of the window (modulo ENG_SR_WINDOW) last left. */
 	uint32_t rtx;
 	uint32_t again[ENG_SR_WINDOW]; /* AGAIN | psn at psn modulo the window */
+	/* again[] may hold a mark: eng_sr_hole, asked several times per packet, scans it only
+	 * then (set by lost_again, cleared by a scan that finds none). */
+	bool again_any;
 	uint64_t sent_at[ENG_SR_WINDOW];
 	bool rtx_timeout; /* the last expiry resent holes: the next one goes back N */
 	/* An expiry with nothing on the scoreboard sends the newest request again as a probe
@@ -86,6 +89,7 @@ void eng_sr_resp_reset(struct eng_sr *sr)
 void eng_sr_req_reset(struct eng_sr *sr)
 {
 	memset(sr->again, 0, sizeof(sr->again));
+	sr->again_any = false;
 	memset(sr->sent_at, 0, sizeof(sr->sent_at));
 	sr->sack_on = false;
 	sr->rtx_timeout = false;
@@ -213,8 +217,10 @@ static void lost_again(struct eng_qp *qp)
 	for (uint32_t p = qp->comp.psn; psn_cmp(p, sr->rtx) < 0 && psn_cmp(p, sr->sack_high) < 0;
 	     p = psn_add(p, 1)) {
 		uint64_t at = sr->sent_at[p % ENG_SR_WINDOW];
-		if (!sacked(sr, p) && at && at + reo < newest)
+		if (!sacked(sr, p) && at && at + reo < newest) {
 			sr->again[p % ENG_SR_WINDOW] = AGAIN | p;
+			sr->again_any = true;
+		}
 	}
 }
 
@@ -279,6 +285,7 @@ static bool again_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 		}
 		*a = 0;
 	}
+	sr->again_any = false;
 	return false;
 }
 
@@ -293,7 +300,7 @@ bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 	}
 	if (!sr->sack_on)
 		return false;
-	if (psn_cmp(qp->req.psn, sr->rtx) >= 0 && again_hole(qp, idx, psn))
+	if (sr->again_any && psn_cmp(qp->req.psn, sr->rtx) >= 0 && again_hole(qp, idx, psn))
 		return true;
 	uint32_t from = psn_cmp(sr->rtx, qp->comp.psn) < 0 ? qp->comp.psn : sr->rtx;
 	/* Below req.psn only: a go-back-N pass resends the rest itself. */
@@ -384,6 +391,7 @@ void eng_sr_progress(struct eng_qp *qp, uint64_t now)
 void eng_sr_rewound(struct eng_qp *qp)
 {
 	memset(qp->sr->again, 0, sizeof(qp->sr->again));
+	qp->sr->again_any = false;
 	qp->sr->sack_on = false;
 	qp->sr->probe_on = false;
 	qp->sr->timing = false;
