@@ -143,11 +143,10 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 	return sr_rdma_reject(id, private_data, private_data_len);
 }
 
-/* ECE (enhanced connection establishment) is an option of the IB CM: without it a reject is a
- * reject. */
+/* A reject for an ECE the passive side does not take (cm.c: reason 35 on RoCE). */
 int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
 {
-	return sr_rdma_reject(id, private_data, private_data_len);
+	return sr_rdma_reject_ece(id, private_data, private_data_len);
 }
 
 int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)

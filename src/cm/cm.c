@@ -1048,7 +1048,7 @@ static void orphan_children(struct cm_id *lis)
 		if (c->state == CM_INCOMING || c->state == CM_REQ_RCVD) {
 			cm_purge_events(c, NULL);
 			if (c->tr == CM_TR_ROCE && c->state == CM_REQ_RCVD)
-				cm_roce_reject(c, NULL, 0);
+				cm_roce_reject(c, NULL, 0, CM_REJ_CONSUMER_DEFINED);
 			else if (c->tr == CM_TR_IWARP && c->state == CM_REQ_RCVD)
 				cm_iw_reject(c, NULL, 0);
 			cm_conn_drop(c, true);
@@ -1724,19 +1724,34 @@ int sr_rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
 }
 CM_ALIAS(accept);
 
-int sr_rdma_reject(struct rdma_cm_id *rid, const void *private_data, uint8_t private_data_len)
+static int reject(struct rdma_cm_id *rid, const void *private_data, uint8_t private_data_len,
+		  uint16_t reason)
 {
 	struct cm_id *id = cm_id_lock(rid);
 	if (!id)
 		return -1;
 	int r = -EINVAL;
 	if (id->state == CM_REQ_RCVD)
-		r = id->tr == CM_TR_ROCE ? cm_roce_reject(id, private_data, private_data_len)
-					 : cm_iw_reject(id, private_data, private_data_len);
+		r = id->tr == CM_TR_ROCE
+			? cm_roce_reject(id, private_data, private_data_len, reason)
+			: cm_iw_reject(id, private_data, private_data_len);
 	cm_unlock();
 	return r < 0 ? fail(-r) : 0;
 }
+
+int sr_rdma_reject(struct rdma_cm_id *rid, const void *private_data, uint8_t private_data_len)
+{
+	return reject(rid, private_data, private_data_len, CM_REJ_CONSUMER_DEFINED);
+}
 CM_ALIAS(reject);
+
+/* librdmacm sends the IB CM's "vendor option not supported" (35) as the reason, which the
+ * active side reads as the REJECTED event's status; iWARP's MPA reject has no reason. */
+int sr_rdma_reject_ece(struct rdma_cm_id *rid, const void *private_data, uint8_t private_data_len)
+{
+	return reject(rid, private_data, private_data_len, CM_REJ_VENDOR_OPTION);
+}
+CM_ALIAS(reject_ece);
 
 int sr_rdma_disconnect(struct rdma_cm_id *rid)
 {

@@ -566,7 +566,9 @@ int cm_roce_listen(struct cm_id *id);
 void cm_roce_mad_in(struct cm_id *lis, const struct gsi_frame *f, uint64_t now);
 void cm_roce_run(struct cm_id *id, uint64_t now, uint64_t *wake);
 int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p);
-int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len);
+/* REJ with `reason` (CM_REJ_CONSUMER_DEFINED, or CM_REJ_VENDOR_OPTION for rdma_reject_ece); a UD
+ * id answers SIDR_REP status 2 whatever the reason, as the kernel does. */
+int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len, uint16_t reason);
 int cm_roce_establish(struct cm_id *id);
 int cm_roce_disconnect(struct cm_id *id);
 void cm_roce_notify_established(struct cm_id *id);

@@ -14,7 +14,9 @@
 /* IB CM reject reasons rdma_cm reports as the REJECTED event's status (ib_cm.h). */
 #define CM_REJ_INVALID_SERVICE_ID 8  /* nobody listens on that port */
 #define CM_REJ_CONSUMER_DEFINED	  28 /* rdma_reject */
-#define CM_REJ_INVALID_QP	  1  /* (IB_CM_REJ_NO_QP) the REP could not be applied */
+#define CM_REJ_VENDOR_OPTION                                                                       \
+	35 /* rdma_reject_ece: the ECE is not taken (IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED) */
+#define CM_REJ_INVALID_QP 1 /* (IB_CM_REJ_NO_QP) the REP could not be applied */
 
 /* SIDR_REP status (IBTA 12.11.2, table 126; ib_cm.h enum ib_cm_sidr_status). rdma_cm reports
  * a non-zero one as the UNREACHABLE event's status. */

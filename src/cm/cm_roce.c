@@ -1009,7 +1009,7 @@ int cm_roce_accept(struct cm_id *id, const struct rdma_conn_param *p)
 	return r < 0 && r != -EIO ? r : 0;
 }
 
-int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len)
+int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len, uint16_t reason)
 {
 	if (cm_is_ud(id)) {
 		/* rdma_reject on a UD id: SIDR_REP with status 2 (cma_send_sidr_rep
@@ -1022,7 +1022,7 @@ int cm_roce_reject(struct cm_id *id, const void *pd, uint8_t len)
 	}
 	if (len > CM_REJ_PD)
 		return -EINVAL;
-	send_rej(id, CM_MAD_MSG_REQ, CM_REJ_CONSUMER_DEFINED, pd, len);
+	send_rej(id, CM_MAD_MSG_REQ, reason, pd, len);
 	id->state = CM_CLOSED;
 	answered(id);
 	return 0;

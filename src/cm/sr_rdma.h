@@ -43,6 +43,7 @@ int sr_rdma_listen(struct rdma_cm_id *id, int backlog);
 int sr_rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id);
 int sr_rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param);
 int sr_rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len);
+int sr_rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len);
 int sr_rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event);
 int sr_rdma_disconnect(struct rdma_cm_id *id);
 int sr_rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event);

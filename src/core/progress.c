@@ -244,6 +244,15 @@ void core_qp_deadline(struct core_ctx *c, struct eng_qp *qp)
 	if (!s || s->qp != qp)
 		return;
 	uint64_t d = eng_qp_deadline(qp);
+	/* Filed early is filed well enough: a deadline that moves later (an ACK disarms the
+	 * timer that the request armed, the next request arms it again further on) leaves the
+	 * entry where it is. It comes due before the engine's deadline, eng_qp_timer finds
+	 * nothing due then (its timers check the clock), and run_qp_timers files the real one.
+	 * A ping-pong thus moves no heap entry per round trip, at the cost of one look per timeout
+	 * period; a deadline that moves earlier (or a QP that has none filed) is filed at once,
+	 * so no timer is ever late. */
+	if (tmheap_has(&s->timer) && s->timer.key <= d)
+		return;
 	tmheap_set(&c->timers, &s->timer, d);
 	/* Earlier than the progress thread will look: kick_thread_if_late, at the end of the
 	 * pass or post that got us here, wakes it. */

@@ -4,6 +4,7 @@
  *   - rdma_cm between two softrdma ids: the REQ carries the SR ECE (the passive side's
  *     rdma_get_remote_ece), both QPs end with SR on, data flows;
  *   - rdma_set_local_ece(0x15b3, 0) on the active id, or on the passive id: SR off on both;
+ *   - rdma_reject_ece: the active side's REJECTED status is 35 (rdma_reject: 28);
  *   - self-managed QPs (conn_param->qp_num), as pyverbs' external-QP tests: each side passes
  *     rdma_get_remote_ece to ibv_set_ece itself; SR on for both;
  *   - a fake passive CM (core/gsi.h endpoints) that checks the REQ's raw ECE bytes and answers
@@ -349,6 +350,49 @@ static void test_cm(void)
 	cm_case("active offers the magic without the SR bit", &no_bit, NULL, false);
 }
 
+/* ---- rejects: rdma_reject_ece reports reason 35, rdma_reject 28 ---- */
+
+/* The passive side rejects the REQ with rdma_reject_ece (ece) or rdma_reject: the active side
+ * gets REJECTED with librdmacm's status (the IB CM reason) and the private data. */
+static void reject_case(bool ece)
+{
+	printf("  rdma_cm: %s: REJECTED status %d\n", ece ? "rdma_reject_ece" : "rdma_reject",
+	       ece ? 35 : 28);
+	struct listener l;
+	listen_lo(&l);
+	struct rdma_event_channel *cch;
+	struct rdma_cm_id *cid = resolved(&cch, l.port);
+	struct side c = {0};
+	side_setup(&c, cid);
+	REQUIRE(rdma_connect(cid, NULL) == 0);
+	struct rdma_cm_event *ev = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	struct rdma_cm_id *child = ev->id;
+	rdma_ack_cm_event(ev);
+	const char why[] = "no SR here";
+	REQUIRE((ece ? rdma_reject_ece(child, why, sizeof(why))
+		     : rdma_reject(child, why, sizeof(why))) == 0);
+	/* Once only: the request is answered. */
+	CHECK_EQ(rdma_reject_ece(child, NULL, 0), -1);
+	CHECK_EQ(errno, EINVAL);
+	ev = expect(cch, RDMA_CM_EVENT_REJECTED, "client");
+	CHECK_EQ(ev->status, ece ? 35 : 28);
+	CHECK(ev->param.conn.private_data_len >= sizeof(why));
+	if (ev->param.conn.private_data)
+		CHECK_MEM(ev->param.conn.private_data, why, sizeof(why));
+	rdma_ack_cm_event(ev);
+	side_free(&c);
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+	listener_free(&l);
+}
+
+static void test_reject(void)
+{
+	reject_case(true);
+	reject_case(false);
+}
+
 /* ---- self-managed QPs: the application applies the ECE (pyverbs' external-QP tests) ---- */
 
 static void test_cm_self_managed(void)
@@ -677,6 +721,7 @@ int main(void)
 	test_verbs();
 	test_cm();
 	test_cm_self_managed();
+	test_reject();
 	test_fake_rep();
 	return check_exit();
 }

@@ -56,14 +56,16 @@ for id, r in rows.items():
     if not r["ok"]:
         continue
     check(len(r["shares_gbps"]) == doc["senders"], "%s: shares" % id)
-    # What the senders sent crossed one port: at most its rate.
-    check(0 < r["throughput_gbps"] <= port * 1.01, "%s: %.3f Gbit/s through a %.3f Gbit/s port" % (id, r["throughput_gbps"], port))
+    # What the senders sent crossed one port: at most its rate. 5 % above it is the window's
+    # edges (bytes counted between two samples of a shaped queue; 1 % was crossed once under
+    # ASan: 0.202 through 0.200); a switch that does not shape is many times over.
+    check(0 < r["throughput_gbps"] <= port * 1.05, "%s: %.3f Gbit/s through a %.3f Gbit/s port" % (id, r["throughput_gbps"], port))
     check(abs(sum(r["shares_gbps"]) - r["throughput_gbps"]) < 1e-3, "%s: shares do not add up" % id)
     check(len(r["app_shares_gbps"]) == doc["senders"] and min(r["app_shares_gbps"]) > 0, "%s: the senders measured nothing" % id)
     check(0 < r["jain"] <= 1.0001, "%s: Jain index %s" % (id, r["jain"]))
     if victim:
         # The victim shares its sender's link (the port rate) with a congested flow.
-        check(0 <= r["victim_gbps"] <= port * 1.01 and r["victim_app_gbps"] > 0, "%s: victim %s" % (id, r["victim_gbps"]))
+        check(0 <= r["victim_gbps"] <= port * 1.05 and r["victim_app_gbps"] > 0, "%s: victim %s" % (id, r["victim_gbps"]))
     else:
         check(0 < r["probe_p50_us"] <= r["probe_p99_us"], "%s: probe %s / %s" % (id, r["probe_p50_us"], r["probe_p99_us"]))
     pfc = "pfc" in id
@@ -105,7 +107,7 @@ for id, r in rows.items():
     check(r["ok"], "%s not measured: %s" % (id, r.get("error")))
     if not r["ok"]:
         continue
-    check(0 < r["throughput_gbps"] <= port * 1.01, "%s: %.3f Gbit/s" % (id, r["throughput_gbps"]))
+    check(0 < r["throughput_gbps"] <= port * 1.05, "%s: %.3f Gbit/s" % (id, r["throughput_gbps"]))
     check(r["lost"] > 0, "%s: the switch lost nothing at 2 %%" % id)
     check(r["goodput_gbps"] > 0, "%s: no goodput" % id)
     check(r["pauses"] == 0, "%s: paused" % id)
