@@ -334,6 +334,55 @@ static void on_atomic_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_
 	progress(qp, now);
 }
 
+/* The send queue index of WQE w (outstanding). */
+static bool read_index(const struct eng_qp *qp, const struct eng_swqe *w, uint32_t *idx)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		if (eng_swqe_at((struct eng_qp *)qp, i) == w) {
+			*idx = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A response of READ w (send queue index idx) ahead of the expected PSN, with selective
+ * repeat: checked for its place in the READ (the length and position a response at that PSN
+ * has), then placed there. */
+static enum eng_sr_rd read_ahead(struct eng_qp *qp, struct eng_swqe *w, uint32_t idx,
+				 const struct roce_opinfo *oi, const struct roce_pkt *pkt,
+				 uint32_t expected, uint64_t now)
+{
+	uint32_t psn = pkt->bth.psn, pmtu = qp->attr.pmtu;
+	uint64_t off = (uint64_t)(uint32_t)psn_cmp(psn, w->first_psn) * pmtu;
+	if (off >= w->length)
+		return ENG_SR_RD_FAR;
+	uint32_t n = w->length - off < pmtu ? (uint32_t)(w->length - off) : pmtu;
+	bool final = off + n == w->length;
+	/* Never the first; the last only at the READ's end, but a re-request's reply ends
+	 * anywhere. */
+	bool ok = final ? oi->pos == ROCE_POS_LAST
+			: oi->pos == ROCE_POS_MIDDLE || oi->pos == ROCE_POS_LAST;
+	if (!ok || pkt->payload_len != n) {
+		ENG_INC(qp, drop_bad_length);
+		return ENG_SR_RD_DUP; /* dropped */
+	}
+	enum eng_sr_rd r = eng_sr_read_ahead(qp, idx, expected, psn);
+	if (r != ENG_SR_RD_KEPT) {
+		if (r == ENG_SR_RD_DUP)
+			ENG_INC(qp, drop_unexpected_ack);
+		return r;
+	}
+	ENG_INC(qp, rx_packets);
+	ENG_INC(qp, sr_read_ahead);
+	ack_upto(qp, psn, now);
+	if (qp->state == IBV_QPS_ERR)
+		return ENG_SR_RD_DUP;
+	if (n && place(qp, w, (uint32_t)off, pkt->payload, n) < 0)
+		fail_head(qp, IBV_WC_LOC_PROT_ERR);
+	return ENG_SR_RD_KEPT;
+}
+
 static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 			 const struct roce_pkt *pkt, uint64_t now)
 {
@@ -349,7 +398,20 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 		unmatched_response(qp, psn, lost, now);
 		return;
 	}
-	d = psn_cmp(psn, psn_add(w->first_psn, w->read_done / pmtu));
+	uint32_t expected = psn_add(w->first_psn, w->read_done / pmtu);
+	uint32_t idx = 0;
+	d = psn_cmp(psn, expected);
+	if (d > 0 && qp->sr && read_index(qp, w, &idx)) {
+		/* Selective repeat: placed where it goes, and the missing ones asked for again
+		 * alone (sr.h). */
+		switch (read_ahead(qp, w, idx, oi, pkt, expected, now)) {
+		case ENG_SR_RD_KEPT:
+		case ENG_SR_RD_DUP:
+			return;
+		case ENG_SR_RD_FAR:
+			break;
+		}
+	}
 	if (d != 0) {
 		/* Responses come in PSN order: ahead means one is missing, so ask again from it
 		 * (the earlier WQEs are acknowledged by this one all the same). */
@@ -367,6 +429,11 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 		want = rem <= pmtu ? ROCE_POS_ONLY : ROCE_POS_FIRST;
 	else
 		want = rem <= pmtu ? ROCE_POS_LAST : ROCE_POS_MIDDLE;
+	/* The reply to a re-request for a part (selective repeat) ends before the READ does. */
+	bool part = qp->sr && read_index(qp, w, &idx) && eng_sr_read_open(qp, idx);
+	if (part && rem > pmtu &&
+	    oi->pos == (want == ROCE_POS_FIRST ? ROCE_POS_ONLY : ROCE_POS_LAST))
+		want = oi->pos;
 	if (oi->pos != want || pkt->payload_len != n) {
 		ENG_INC(qp, drop_bad_length);
 		return;
@@ -381,7 +448,14 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 	}
 	w->read_done += n;
 	qp->comp.psn = psn_add(psn, 1);
-	if (want & ROCE_POS_LAST) {
+	if (part) {
+		/* Past what was placed ahead of it. */
+		uint32_t more = eng_sr_read_filled(qp, idx, psn, w->last_psn);
+		uint64_t done = (uint64_t)w->read_done + (uint64_t)more * pmtu;
+		w->read_done = done < w->length ? (uint32_t)done : w->length;
+		qp->comp.psn = psn_add(psn, 1 + more);
+	}
+	if (w->read_done == w->length) {
 		w->state = ENG_SWQE_DONE;
 		eng_comp_retire(qp);
 	}

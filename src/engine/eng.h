@@ -339,7 +339,8 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns);
 	X(sr_held, "requests kept out of order (selective repeat)")                                \
 	X(sr_sacks_sent, "SACKs sent (selective repeat)")                                          \
 	X(sr_sacks_rcvd, "SACKs received (selective repeat)")                                      \
-	X(sr_resent, "requests sent again for a SACK's hole (selective repeat)")
+	X(sr_resent, "requests sent again for a SACK's hole (selective repeat)")                   \
+	X(sr_read_ahead, "READ responses placed ahead of a lost one (selective repeat)")
 
 enum eng_counter {
 #define ENG_COUNTER_ENUM(name, desc) ENG_CNT_##name,

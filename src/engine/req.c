@@ -215,8 +215,10 @@ static int build_data(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *ou
 	return 1;
 }
 
+/* A READ asks for the rest of its data from read_done on, or (span > 0: selective repeat's
+ * re-request) for span packets of it. */
 static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *out,
-			   uint64_t now)
+			   uint32_t span, uint64_t now)
 {
 	const struct eng_op_info *info = &eng_ops[w->op];
 	uint32_t pmtu = qp->attr.pmtu;
@@ -244,6 +246,8 @@ static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pk
 		 * missing response (spec 5.5, 5.6). */
 		uint32_t rem = w->length - w->read_done;
 
+		if (span && (uint64_t)span * pmtu < rem)
+			rem = span * pmtu;
 		out->reth.va = w->remote_addr + w->read_done;
 		out->reth.rkey = w->rkey;
 		out->reth.dma_len = rem;
@@ -309,9 +313,20 @@ static int resend(struct eng_qp *qp, uint32_t idx, uint32_t psn, struct roce_pkt
 
 	qp->req.idx = idx;
 	qp->req.psn = psn;
+	bool part = false;
 	if (eng_ops[w->op].rd_atomic) {
+		uint32_t span = 0;
+		if (w->op == ENG_OP_READ) {
+			/* A READ partly answered asks from its first missing response on (as a
+			 * go-back-N retry does), and while it is being recovered for the missing
+			 * responses only (sr.h). */
+			qp->req.psn = psn_add(w->first_psn, w->read_done / qp->attr.pmtu);
+			part = eng_sr_read_open(qp, idx);
+			if (part)
+				span = eng_sr_read_span(qp, idx, qp->req.psn);
+		}
 		qp->req.offset = 0;
-		n = build_rd_atomic(qp, w, out, now);
+		n = build_rd_atomic(qp, w, out, span, now);
 	} else {
 		qp->req.offset = (uint32_t)psn_cmp(psn, w->first_psn) * qp->attr.pmtu;
 		n = build_data(qp, w, out, buf, now);
@@ -325,6 +340,8 @@ static int resend(struct eng_qp *qp, uint32_t idx, uint32_t psn, struct roce_pkt
 		out->bth.ackreq = true;
 		ENG_INC(qp, sr_resent);
 		eng_sr_resent(qp, psn, now);
+		if (part)
+			eng_sr_read_asked(qp, out->bth.psn);
 	}
 	return n;
 }
@@ -359,7 +376,7 @@ static int req_next(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8
 			fail_wqe(qp, w, IBV_WC_LOC_QP_OP_ERR);
 			return 0;
 		}
-		return build_rd_atomic(qp, w, out, now);
+		return build_rd_atomic(qp, w, out, 0, now);
 	}
 	return build_data(qp, w, out, buf, now);
 }

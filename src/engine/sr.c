@@ -47,6 +47,14 @@ struct eng_sr {
 	bool probe_on;
 	uint32_t probe_psn, probe_idx;
 
+	/* READ responses placed ahead of a lost one (eng_sr_read_ahead): the READ's WQE, a bit
+	 * per PSN placed (psn modulo the window; within the window after the first missing
+	 * one), whether the missing run before them is to be asked for again (rd_ask), and the
+	 * PSN it was last asked for at (rd_asked: each hole once; the timer does the rest). */
+	bool rd_on, rd_ask, rd_asked_on;
+	uint32_t rd_idx, rd_asked;
+	uint8_t rd_bits[ENG_SR_SACK_BYTES];
+
 	/* Round trip: one timed request at a time (Karn: never a resent one). */
 	bool timing;
 	uint32_t t_psn;
@@ -88,6 +96,7 @@ void eng_sr_resp_reset(struct eng_sr *sr)
 
 void eng_sr_req_reset(struct eng_sr *sr)
 {
+	sr->rd_on = sr->rd_ask = sr->rd_asked_on = false;
 	memset(sr->again, 0, sizeof(sr->again));
 	sr->again_any = false;
 	memset(sr->sent_at, 0, sizeof(sr->sent_at));
@@ -289,6 +298,121 @@ static bool again_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 	return false;
 }
 
+/* ---- READ responses ---- */
+
+static bool rd_bit(const struct eng_sr *sr, uint32_t psn)
+{
+	uint32_t b = psn % ENG_SR_WINDOW;
+	return sr->rd_bits[b / 8] >> (b % 8) & 1;
+}
+
+static void rd_set(struct eng_sr *sr, uint32_t psn, bool on)
+{
+	uint32_t b = psn % ENG_SR_WINDOW;
+	if (on)
+		sr->rd_bits[b / 8] |= (uint8_t)(1u << (b % 8));
+	else
+		sr->rd_bits[b / 8] &= (uint8_t) ~(1u << (b % 8));
+}
+
+/* The READ being recovered and its first missing response's PSN, if it is still outstanding
+ * and partly placed. */
+static bool read_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
+{
+	struct eng_sr *sr = qp->sr;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		if (i != sr->rd_idx)
+			continue;
+		const struct eng_swqe *w = eng_swqe_at(qp, i);
+		if (w->op != ENG_OP_READ || w->state != ENG_SWQE_ACTIVE)
+			break;
+		*idx = i;
+		*psn = psn_add(w->first_psn, w->read_done / qp->attr.pmtu);
+		return true;
+	}
+	sr->rd_on = sr->rd_ask = false;
+	return false;
+}
+
+enum eng_sr_rd eng_sr_read_ahead(struct eng_qp *qp, uint32_t idx, uint32_t want, uint32_t psn)
+{
+	struct eng_sr *sr = qp->sr;
+	uint32_t ahead = (uint32_t)psn_cmp(psn, want);
+
+	if (ahead >= ENG_SR_WINDOW)
+		return ENG_SR_RD_FAR;
+	if (!sr->rd_on || sr->rd_idx != idx) {
+		memset(sr->rd_bits, 0, sizeof(sr->rd_bits));
+		sr->rd_on = true;
+		sr->rd_ask = sr->rd_asked_on = false;
+		sr->rd_idx = idx;
+	}
+	if (rd_bit(sr, psn))
+		return ENG_SR_RD_DUP;
+	rd_set(sr, psn, true);
+	/* The run missing before it: asked for again once (a response after it shows it lost:
+	 * responses come in PSN order). */
+	if (!sr->rd_asked_on || sr->rd_asked != want)
+		sr->rd_ask = true;
+	return ENG_SR_RD_KEPT;
+}
+
+uint32_t eng_sr_read_span(struct eng_qp *qp, uint32_t idx, uint32_t psn)
+{
+	struct eng_sr *sr = qp->sr;
+	const struct eng_swqe *w = eng_swqe_at(qp, idx);
+	uint32_t n = 1;
+
+	if (!sr->rd_on || sr->rd_idx != idx)
+		return 0;
+	while (n < ENG_SR_WINDOW && psn_cmp(psn_add(psn, n), w->last_psn) <= 0 &&
+	       !rd_bit(sr, psn_add(psn, n)))
+		n++;
+	if (n == ENG_SR_WINDOW || psn_cmp(psn_add(psn, n), w->last_psn) > 0)
+		return 0; /* nothing placed after it: the rest */
+	return n;
+}
+
+void eng_sr_read_asked(struct eng_qp *qp, uint32_t psn)
+{
+	struct eng_sr *sr = qp->sr;
+	sr->rd_ask = false;
+	sr->rd_asked_on = true;
+	sr->rd_asked = psn;
+	sr->timing = false;
+	sr->probe_on = false; /* a probe of the READ's request went as this */
+}
+
+uint32_t eng_sr_read_filled(struct eng_qp *qp, uint32_t idx, uint32_t psn, uint32_t last_psn)
+{
+	struct eng_sr *sr = qp->sr;
+	uint32_t n = 0, p = psn_add(psn, 1);
+
+	if (!sr->rd_on || sr->rd_idx != idx)
+		return 0;
+	while (psn_cmp(p, last_psn) <= 0 && rd_bit(sr, p)) {
+		rd_set(sr, p, false);
+		n++;
+		p = psn_add(p, 1);
+	}
+	/* p is missing now: lost if a response after it was placed (ask for it), else on its
+	 * way (or the READ is whole). */
+	for (uint32_t k = 1; k < ENG_SR_WINDOW && psn_cmp(psn_add(p, k), last_psn) <= 0; k++) {
+		if (rd_bit(sr, psn_add(p, k))) {
+			if (!sr->rd_asked_on || sr->rd_asked != p)
+				sr->rd_ask = true;
+			return n;
+		}
+	}
+	sr->rd_on = sr->rd_ask = false;
+	return n;
+}
+
+bool eng_sr_read_open(const struct eng_qp *qp, uint32_t idx)
+{
+	return qp->sr && qp->sr->rd_on && qp->sr->rd_idx == idx;
+}
+
 bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 {
 	struct eng_sr *sr = qp->sr;
@@ -298,6 +422,8 @@ bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 		*psn = sr->probe_psn;
 		return true;
 	}
+	if (sr->rd_ask && read_hole(qp, idx, psn))
+		return true;
 	if (!sr->sack_on)
 		return false;
 	if (sr->again_any && psn_cmp(qp->req.psn, sr->rtx) >= 0 && again_hole(qp, idx, psn))
@@ -390,6 +516,7 @@ void eng_sr_progress(struct eng_qp *qp, uint64_t now)
 
 void eng_sr_rewound(struct eng_qp *qp)
 {
+	qp->sr->rd_on = qp->sr->rd_ask = qp->sr->rd_asked_on = false;
 	memset(qp->sr->again, 0, sizeof(qp->sr->again));
 	qp->sr->again_any = false;
 	qp->sr->sack_on = false;

@@ -1,8 +1,8 @@
 /* Selective repeat: loss recovery for RC between two softrdma QPs that agreed to it
  * (eng_qp_set_sr; issue 13 step 3), after IRN (Mittal et al., "Revisiting Network Support for
  * RDMA", SIGCOMM 2018). Go-back-N stays the policy of every other QP, and of these too
- * whenever selective repeat cannot help (a lost READ response, an RNR wait, a retransmission
- * lost again): the two recover into each other.
+ * whenever selective repeat cannot help (a READ response further ahead than the window, a
+ * re-request lost, a retransmission lost twice): the two recover into each other.
  *
  * Responder: a request ahead of the expected PSN is kept (a copy, at most ENG_SR_WINDOW PSNs
  * ahead) instead of dropped, and answered with a SACK: the expected PSN as a NAK PSN
@@ -102,6 +102,30 @@ void eng_sr_armed(struct eng_qp *qp, uint64_t now);
  * without progress: the RTO fires sooner, but a peer that stopped answering is given up on
  * after as long as IBA would wait. */
 bool eng_sr_expiry_counts(struct eng_qp *qp, uint64_t now);
+/* READ responses (comp.c, req.c): a response ahead of the one a READ expects is placed where
+ * it goes and remembered, and the responses missing before it are asked for again with a
+ * READ request for just them (from the first missing PSN, as a go-back-N READ retry asks
+ * for all the rest: the responder replays a part of the READ it remembers); when the missing
+ * one arrives the READ moves on past everything placed ahead. A response for a READ that
+ * does not fit the window, or a lost re-request (the timer), ends in a go-back-N. */
+enum eng_sr_rd {
+	ENG_SR_RD_KEPT, /* place it; it is remembered */
+	ENG_SR_RD_DUP,	/* placed before: drop it */
+	ENG_SR_RD_FAR,	/* beyond the window: go back N */
+};
+/* A response of the READ at send WQE idx, for `psn` past the expected `want`. */
+enum eng_sr_rd eng_sr_read_ahead(struct eng_qp *qp, uint32_t idx, uint32_t want, uint32_t psn);
+/* How many PSNs from psn the re-request of READ idx asks for (up to the first one placed
+ * ahead); 0: all the rest. */
+uint32_t eng_sr_read_span(struct eng_qp *qp, uint32_t idx, uint32_t psn);
+/* The re-request for the responses from psn went out. */
+void eng_sr_read_asked(struct eng_qp *qp, uint32_t psn);
+/* The response at psn of READ idx was placed in order: how many PSNs after it were placed
+ * already (the READ moves past them). */
+uint32_t eng_sr_read_filled(struct eng_qp *qp, uint32_t idx, uint32_t psn, uint32_t last_psn);
+/* Responses of READ idx are placed ahead (a re-request may end its reply early: LAST). */
+bool eng_sr_read_open(const struct eng_qp *qp, uint32_t idx);
+
 /* The ACK timeout to arm now, in ns (0: none, as IB's timeout 0). */
 uint64_t eng_sr_rto(const struct eng_qp *qp);
 /* The smoothed round trip measured so far, in ns (0: none yet). */

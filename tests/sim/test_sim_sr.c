@@ -2,6 +2,9 @@
  *   - one request lost in a 64-packet WRITE: go-back-N sends the 58 after it again,
  *     selective repeat sends that one only; the responder keeps the 58 and takes them in
  *     order once the hole is filled; SACKs cross, through the codec (wire mode);
+ *   - READ responses lost: go-back-N asks for all the rest again, selective repeat places
+ *     the responses after a lost one and asks for the lost ones only (a READ request for
+ *     just them); a lost re-request and a lost last response end with the timer;
  *   - the last packet lost: nothing follows to show the gap, so only the ACK timer finds it.
  *     Go-back-N waits IB's timeout (67 ms at timeout 14); selective repeat its RTO from the
  *     measured round trip, at least ENG_SR_RTO_MIN_NS, and then sends only the last packet
@@ -116,6 +119,75 @@ static void test_one_hole(void)
 	write_with_drop(40);
 	CHECK_EQ(cnt(qa)[ENG_CNT_sr_resent], 2);
 	CHECK_EQ(cnt(qa)[ENG_CNT_retransmits], 2);
+	sim_fini(&s);
+}
+
+/* A 64-packet READ by A with B->A response `drop` lost (UINT64_MAX: none) and, if a2b is not
+ * UINT64_MAX, A->B packet a2b too; returns the responses B sent. */
+static uint64_t read_with_drop(uint64_t drop, uint64_t a2b)
+{
+	uint64_t tx0 = cnt(qb)[ENG_CNT_tx_packets];
+
+	memset(rdst->host, 0, LEN);
+	if (drop != UINT64_MAX)
+		sim_rule(&s, SIM_BA, s.stats.entered[SIM_BA] + drop, SIM_DROP, 0);
+	if (a2b != UINT64_MAX)
+		sim_rule(&s, SIM_AB, s.stats.entered[SIM_AB] + a2b, SIM_DROP, 0);
+	REQUIRE(sim_post_send(&s.node[SIM_A], qa, 2, IBV_WR_RDMA_READ, rdst, 0, LEN,
+			      sim_va(rsrc, 0), rsrc->key, IBV_SEND_SIGNALED) == 0);
+	REQUIRE(sim_run_until(&s, got_wc, NULL, 1000 * MS));
+	SIM_EXPECT_WC(&s.node[SIM_A], 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN);
+	CHECK_MEM(rdst->host, rsrc->host, LEN);
+	return cnt(qb)[ENG_CNT_tx_packets] - tx0;
+}
+
+/* READ responses lost: go-back-N asks again for everything from the lost one on, selective
+ * repeat places the responses after it where they go and asks for the lost ones only. */
+static void test_read_holes(void)
+{
+	uint64_t gbn, sr;
+
+	setup(false, false, 14);
+	gbn = read_with_drop(5, UINT64_MAX);
+	CHECK_EQ(gbn, NPKT + NPKT - 5);
+	CHECK_EQ(cnt(qa)[ENG_CNT_implicit_naks], 1);
+	sim_fini(&s);
+
+	setup(true, true, 14);
+	sr = read_with_drop(5, UINT64_MAX);
+	CHECK_EQ(sr, NPKT + 1);
+	CHECK_EQ(cnt(qa)[ENG_CNT_sr_read_ahead], NPKT - 6);
+	CHECK_EQ(cnt(qa)[ENG_CNT_sr_resent], 1);
+	CHECK_EQ(cnt(qa)[ENG_CNT_implicit_naks], 0);
+	CHECK_EQ(cnt(qa)[ENG_CNT_ack_timeouts], 0);
+	CHECK_EQ(cnt(qb)[ENG_CNT_dup_reads_replayed], 1);
+	fprintf(stderr,
+		"one response lost in a 64-packet READ: responses sent %llu (go-back-N), "
+		"%llu (selective repeat)\n",
+		(unsigned long long)gbn, (unsigned long long)sr);
+	/* The same QPs go on: a READ with nothing lost afterwards, and one with two holes, the
+	 * first of them its first response (the re-request's reply starts the READ again). */
+	CHECK_EQ(read_with_drop(UINT64_MAX, UINT64_MAX), NPKT);
+	sim_rule(&s, SIM_BA, s.stats.entered[SIM_BA] + 40, SIM_DROP, 0);
+	CHECK_EQ(read_with_drop(0, UINT64_MAX), NPKT + 2);
+	CHECK_EQ(cnt(qa)[ENG_CNT_implicit_naks], 0);
+	/* Three holes in a row and one further on. */
+	sim_rule(&s, SIM_BA, s.stats.entered[SIM_BA] + 11, SIM_DROP, 0);
+	sim_rule(&s, SIM_BA, s.stats.entered[SIM_BA] + 12, SIM_DROP, 0);
+	sim_rule(&s, SIM_BA, s.stats.entered[SIM_BA] + 50, SIM_DROP, 0);
+	CHECK_EQ(read_with_drop(10, UINT64_MAX), NPKT + 4);
+	CHECK_EQ(cnt(qa)[ENG_CNT_ack_timeouts], 0);
+	sim_fini(&s);
+
+	/* The re-request lost too (A->B: the READ, then the re-request): the timer, then the
+	 * rest from the hole (go-back-N). */
+	setup(true, true, 14);
+	read_with_drop(5, 1);
+	CHECK_EQ(cnt(qa)[ENG_CNT_ack_timeouts], 1);
+	CHECK_EQ(eng_qp_state(qa), IBV_QPS_RTS);
+	/* The last response lost: nothing after it shows it, the timer does. */
+	read_with_drop(NPKT - 1, UINT64_MAX);
+	CHECK_EQ(cnt(qa)[ENG_CNT_ack_timeouts], 2);
 	sim_fini(&s);
 }
 
@@ -467,6 +539,7 @@ static void test_dead_peer(void)
 int main(void)
 {
 	test_one_hole();
+	test_read_holes();
 	test_tail_loss();
 	test_mixed_peers();
 	test_hostile();
