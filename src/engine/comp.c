@@ -429,11 +429,12 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 		want = rem <= pmtu ? ROCE_POS_ONLY : ROCE_POS_FIRST;
 	else
 		want = rem <= pmtu ? ROCE_POS_LAST : ROCE_POS_MIDDLE;
-	/* The reply to a re-request for a part (selective repeat) ends before the READ does. */
-	bool part = qp->sr && read_index(qp, w, &idx) && eng_sr_read_open(qp, idx);
-	if (part && rem > pmtu &&
+	/* The reply to a re-request for a part (selective repeat) ends before the READ does,
+	 * also one that arrives after a go-back-N took over. */
+	if (qp->sr && rem > pmtu &&
 	    oi->pos == (want == ROCE_POS_FIRST ? ROCE_POS_ONLY : ROCE_POS_LAST))
 		want = oi->pos;
+	bool part = qp->sr && read_index(qp, w, &idx) && eng_sr_read_open(qp, idx);
 	if (oi->pos != want || pkt->payload_len != n) {
 		ENG_INC(qp, drop_bad_length);
 		return;

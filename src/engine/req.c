@@ -341,7 +341,8 @@ static int resend(struct eng_qp *qp, uint32_t idx, uint32_t psn, struct roce_pkt
 		ENG_INC(qp, sr_resent);
 		eng_sr_resent(qp, psn, now);
 		if (part)
-			eng_sr_read_asked(qp, out->bth.psn);
+			eng_sr_read_asked(qp, out->bth.psn,
+					  eng_npkts(out->reth.dma_len, qp->attr.pmtu));
 	}
 	return n;
 }

@@ -50,9 +50,10 @@ struct eng_sr {
 	/* READ responses placed ahead of a lost one (eng_sr_read_ahead): the READ's WQE, a bit
 	 * per PSN placed (psn modulo the window; within the window after the first missing
 	 * one), whether the missing run before them is to be asked for again (rd_ask), and the
-	 * PSN it was last asked for at (rd_asked: each hole once; the timer does the rest). */
+	 * PSNs last asked for ([rd_asked, rd_asked_end): each missing PSN once; the timer does the
+	 * rest). */
 	bool rd_on, rd_ask, rd_asked_on;
-	uint32_t rd_idx, rd_asked;
+	uint32_t rd_idx, rd_asked, rd_asked_end;
 	uint8_t rd_bits[ENG_SR_SACK_BYTES];
 
 	/* Round trip: one timed request at a time (Karn: never a resent one). */
@@ -334,6 +335,13 @@ static bool read_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 	return false;
 }
 
+/* Whether the missing response at psn was asked for again already (and is on its way). */
+static bool asked(const struct eng_sr *sr, uint32_t psn)
+{
+	return sr->rd_asked_on && psn_cmp(psn, sr->rd_asked) >= 0 &&
+	       psn_cmp(psn, sr->rd_asked_end) < 0;
+}
+
 enum eng_sr_rd eng_sr_read_ahead(struct eng_qp *qp, uint32_t idx, uint32_t want, uint32_t psn)
 {
 	struct eng_sr *sr = qp->sr;
@@ -352,7 +360,7 @@ enum eng_sr_rd eng_sr_read_ahead(struct eng_qp *qp, uint32_t idx, uint32_t want,
 	rd_set(sr, psn, true);
 	/* The run missing before it: asked for again once (a response after it shows it lost:
 	 * responses come in PSN order). */
-	if (!sr->rd_asked_on || sr->rd_asked != want)
+	if (!asked(sr, want))
 		sr->rd_ask = true;
 	return ENG_SR_RD_KEPT;
 }
@@ -373,12 +381,13 @@ uint32_t eng_sr_read_span(struct eng_qp *qp, uint32_t idx, uint32_t psn)
 	return n;
 }
 
-void eng_sr_read_asked(struct eng_qp *qp, uint32_t psn)
+void eng_sr_read_asked(struct eng_qp *qp, uint32_t psn, uint32_t npsn)
 {
 	struct eng_sr *sr = qp->sr;
 	sr->rd_ask = false;
 	sr->rd_asked_on = true;
 	sr->rd_asked = psn;
+	sr->rd_asked_end = psn_add(psn, npsn);
 	sr->timing = false;
 	sr->probe_on = false; /* a probe of the READ's request went as this */
 }
@@ -399,7 +408,7 @@ uint32_t eng_sr_read_filled(struct eng_qp *qp, uint32_t idx, uint32_t psn, uint3
 	 * way (or the READ is whole). */
 	for (uint32_t k = 1; k < ENG_SR_WINDOW && psn_cmp(psn_add(p, k), last_psn) <= 0; k++) {
 		if (rd_bit(sr, psn_add(p, k))) {
-			if (!sr->rd_asked_on || sr->rd_asked != p)
+			if (!asked(sr, p))
 				sr->rd_ask = true;
 			return n;
 		}

@@ -118,8 +118,8 @@ enum eng_sr_rd eng_sr_read_ahead(struct eng_qp *qp, uint32_t idx, uint32_t want,
 /* How many PSNs from psn the re-request of READ idx asks for (up to the first one placed
  * ahead); 0: all the rest. */
 uint32_t eng_sr_read_span(struct eng_qp *qp, uint32_t idx, uint32_t psn);
-/* The re-request for the responses from psn went out. */
-void eng_sr_read_asked(struct eng_qp *qp, uint32_t psn);
+/* The re-request for the npsn responses from psn went out. */
+void eng_sr_read_asked(struct eng_qp *qp, uint32_t psn, uint32_t npsn);
 /* The response at psn of READ idx was placed in order: how many PSNs after it were placed
  * already (the READ moves past them). */
 uint32_t eng_sr_read_filled(struct eng_qp *qp, uint32_t idx, uint32_t psn, uint32_t last_psn);
