@@ -277,7 +277,7 @@ static int place(struct eng_qp *qp, const struct eng_swqe *w, uint32_t offset, c
 
 /* The started WQE whose PSN range holds `psn`, walking from the oldest; NULL if none.
  * *lost is set if an unanswered READ / ATOMIC lies entirely before `psn`. */
-static struct eng_swqe *wqe_for_psn(struct eng_qp *qp, uint32_t psn, bool *lost)
+static struct eng_swqe *wqe_for_psn(struct eng_qp *qp, uint32_t psn, bool *lost, uint32_t *idx)
 {
 	*lost = false;
 	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
@@ -287,8 +287,10 @@ static struct eng_swqe *wqe_for_psn(struct eng_qp *qp, uint32_t psn, bool *lost)
 			continue;
 		if (w->state != ENG_SWQE_ACTIVE)
 			return NULL;
-		if (psn_cmp(psn, w->last_psn) <= 0)
+		if (psn_cmp(psn, w->last_psn) <= 0) {
+			*idx = i;
 			return psn_cmp(psn, w->first_psn) >= 0 ? w : NULL;
+		}
 		if (eng_ops[w->op].rd_atomic)
 			*lost = true;
 	}
@@ -311,9 +313,9 @@ static void unmatched_response(struct eng_qp *qp, uint32_t psn, bool lost, uint6
 
 static void on_atomic_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 {
-	uint32_t psn = pkt->bth.psn;
+	uint32_t psn = pkt->bth.psn, idx;
 	bool lost;
-	struct eng_swqe *w = wqe_for_psn(qp, psn, &lost);
+	struct eng_swqe *w = wqe_for_psn(qp, psn, &lost, &idx);
 
 	if (!w || (w->op != ENG_OP_CMP_SWAP && w->op != ENG_OP_FETCH_ADD) || lost) {
 		unmatched_response(qp, psn, lost, now);
@@ -332,18 +334,6 @@ static void on_atomic_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_
 	qp->comp.psn = psn_add(psn, 1);
 	eng_comp_retire(qp);
 	progress(qp, now);
-}
-
-/* The send queue index of WQE w (outstanding). */
-static bool read_index(const struct eng_qp *qp, const struct eng_swqe *w, uint32_t *idx)
-{
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
-		if (eng_swqe_at((struct eng_qp *)qp, i) == w) {
-			*idx = i;
-			return true;
-		}
-	}
-	return false;
 }
 
 /* A response of READ w (send queue index idx) ahead of the expected PSN, with selective
@@ -365,19 +355,19 @@ static enum eng_sr_rd read_ahead(struct eng_qp *qp, struct eng_swqe *w, uint32_t
 			: oi->pos == ROCE_POS_MIDDLE || oi->pos == ROCE_POS_LAST;
 	if (!ok || pkt->payload_len != n) {
 		ENG_INC(qp, drop_bad_length);
-		return ENG_SR_RD_DUP; /* dropped */
+		return ENG_SR_RD_DROP;
 	}
 	enum eng_sr_rd r = eng_sr_read_ahead(qp, idx, expected, psn);
 	if (r != ENG_SR_RD_KEPT) {
-		if (r == ENG_SR_RD_DUP)
-			ENG_INC(qp, drop_unexpected_ack);
+		if (r == ENG_SR_RD_DROP)
+			ENG_INC(qp, drop_unexpected_ack); /* placed before */
 		return r;
 	}
 	ENG_INC(qp, rx_packets);
 	ENG_INC(qp, sr_read_ahead);
 	ack_upto(qp, psn, now);
 	if (qp->state == IBV_QPS_ERR)
-		return ENG_SR_RD_DUP;
+		return ENG_SR_RD_DROP;
 	if (n && place(qp, w, (uint32_t)off, pkt->payload, n) < 0)
 		fail_head(qp, IBV_WC_LOC_PROT_ERR);
 	return ENG_SR_RD_KEPT;
@@ -386,10 +376,10 @@ static enum eng_sr_rd read_ahead(struct eng_qp *qp, struct eng_swqe *w, uint32_t
 static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 			 const struct roce_pkt *pkt, uint64_t now)
 {
-	uint32_t psn = pkt->bth.psn;
+	uint32_t psn = pkt->bth.psn, idx;
 	uint32_t pmtu = qp->attr.pmtu;
 	bool lost;
-	struct eng_swqe *w = wqe_for_psn(qp, psn, &lost);
+	struct eng_swqe *w = wqe_for_psn(qp, psn, &lost, &idx);
 	uint32_t rem, n;
 	uint8_t want;
 	int32_t d;
@@ -399,14 +389,13 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 		return;
 	}
 	uint32_t expected = psn_add(w->first_psn, w->read_done / pmtu);
-	uint32_t idx = 0;
 	d = psn_cmp(psn, expected);
-	if (d > 0 && qp->sr && read_index(qp, w, &idx)) {
+	if (d > 0 && qp->sr) {
 		/* Selective repeat: placed where it goes, and the missing ones asked for again
 		 * alone (sr.h). */
 		switch (read_ahead(qp, w, idx, oi, pkt, expected, now)) {
 		case ENG_SR_RD_KEPT:
-		case ENG_SR_RD_DUP:
+		case ENG_SR_RD_DROP:
 			return;
 		case ENG_SR_RD_FAR:
 			break;
@@ -434,7 +423,7 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 	if (qp->sr && rem > pmtu &&
 	    oi->pos == (want == ROCE_POS_FIRST ? ROCE_POS_ONLY : ROCE_POS_LAST))
 		want = oi->pos;
-	bool part = qp->sr && read_index(qp, w, &idx) && eng_sr_read_open(qp, idx);
+	bool part = eng_sr_read_open(qp, idx);
 	if (oi->pos != want || pkt->payload_len != n) {
 		ENG_INC(qp, drop_bad_length);
 		return;

@@ -316,20 +316,24 @@ static void rd_set(struct eng_sr *sr, uint32_t psn, bool on)
 		sr->rd_bits[b / 8] &= (uint8_t) ~(1u << (b % 8));
 }
 
+/* Whether READ idx is the one being recovered. */
+static bool rd_open(const struct eng_sr *sr, uint32_t idx)
+{
+	return sr->rd_on && sr->rd_idx == idx;
+}
+
 /* The READ being recovered and its first missing response's PSN, if it is still outstanding
- * and partly placed. */
+ * (its index between sq_head and sq_tail, free-running counters) and partly placed. */
 static bool read_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 {
 	struct eng_sr *sr = qp->sr;
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
-		if (i != sr->rd_idx)
-			continue;
-		const struct eng_swqe *w = eng_swqe_at(qp, i);
-		if (w->op != ENG_OP_READ || w->state != ENG_SWQE_ACTIVE)
-			break;
-		*idx = i;
-		*psn = psn_add(w->first_psn, w->read_done / qp->attr.pmtu);
-		return true;
+	if (sr->rd_idx - qp->sq_head < qp->sq_tail - qp->sq_head) {
+		const struct eng_swqe *w = eng_swqe_at(qp, sr->rd_idx);
+		if (w->op == ENG_OP_READ && w->state == ENG_SWQE_ACTIVE) {
+			*idx = sr->rd_idx;
+			*psn = psn_add(w->first_psn, w->read_done / qp->attr.pmtu);
+			return true;
+		}
 	}
 	sr->rd_on = sr->rd_ask = false;
 	return false;
@@ -349,14 +353,14 @@ enum eng_sr_rd eng_sr_read_ahead(struct eng_qp *qp, uint32_t idx, uint32_t want,
 
 	if (ahead >= ENG_SR_WINDOW)
 		return ENG_SR_RD_FAR;
-	if (!sr->rd_on || sr->rd_idx != idx) {
+	if (!rd_open(sr, idx)) {
 		memset(sr->rd_bits, 0, sizeof(sr->rd_bits));
 		sr->rd_on = true;
 		sr->rd_ask = sr->rd_asked_on = false;
 		sr->rd_idx = idx;
 	}
 	if (rd_bit(sr, psn))
-		return ENG_SR_RD_DUP;
+		return ENG_SR_RD_DROP;
 	rd_set(sr, psn, true);
 	/* The run missing before it: asked for again once (a response after it shows it lost:
 	 * responses come in PSN order). */
@@ -371,7 +375,7 @@ uint32_t eng_sr_read_span(struct eng_qp *qp, uint32_t idx, uint32_t psn)
 	const struct eng_swqe *w = eng_swqe_at(qp, idx);
 	uint32_t n = 1;
 
-	if (!sr->rd_on || sr->rd_idx != idx)
+	if (!rd_open(sr, idx))
 		return 0;
 	while (n < ENG_SR_WINDOW && psn_cmp(psn_add(psn, n), w->last_psn) <= 0 &&
 	       !rd_bit(sr, psn_add(psn, n)))
@@ -397,7 +401,7 @@ uint32_t eng_sr_read_filled(struct eng_qp *qp, uint32_t idx, uint32_t psn, uint3
 	struct eng_sr *sr = qp->sr;
 	uint32_t n = 0, p = psn_add(psn, 1);
 
-	if (!sr->rd_on || sr->rd_idx != idx)
+	if (!rd_open(sr, idx))
 		return 0;
 	while (psn_cmp(p, last_psn) <= 0 && rd_bit(sr, p)) {
 		rd_set(sr, p, false);
@@ -419,7 +423,7 @@ uint32_t eng_sr_read_filled(struct eng_qp *qp, uint32_t idx, uint32_t psn, uint3
 
 bool eng_sr_read_open(const struct eng_qp *qp, uint32_t idx)
 {
-	return qp->sr && qp->sr->rd_on && qp->sr->rd_idx == idx;
+	return qp->sr && rd_open(qp->sr, idx);
 }
 
 bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)

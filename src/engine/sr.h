@@ -110,7 +110,7 @@ bool eng_sr_expiry_counts(struct eng_qp *qp, uint64_t now);
  * does not fit the window, or a lost re-request (the timer), ends in a go-back-N. */
 enum eng_sr_rd {
 	ENG_SR_RD_KEPT, /* place it; it is remembered */
-	ENG_SR_RD_DUP,	/* placed before: drop it */
+	ENG_SR_RD_DROP, /* placed before (or refused): drop it */
 	ENG_SR_RD_FAR,	/* beyond the window: go back N */
 };
 /* A response of the READ at send WQE idx, for `psn` past the expected `want`. */

@@ -377,6 +377,7 @@ static void reject_case(bool ece)
 	ev = expect(cch, RDMA_CM_EVENT_REJECTED, "client");
 	CHECK_EQ(ev->status, ece ? 35 : 28);
 	CHECK(ev->param.conn.private_data_len >= sizeof(why));
+	CHECK(ev->param.conn.private_data != NULL);
 	if (ev->param.conn.private_data)
 		CHECK_MEM(ev->param.conn.private_data, why, sizeof(why));
 	rdma_ack_cm_event(ev);

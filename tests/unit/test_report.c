@@ -343,6 +343,35 @@ static void test_refusals(void)
 	json_free(doc);
 }
 
+/* Replaces up to `times` number or string tokens of buf (n bytes of cap) at random places with
+ * junk, keeping the JSON valid more often than random bytes would; returns the new length. */
+static size_t mutate(char *buf, size_t n, size_t cap, int times, const char *const *junk,
+		     size_t njunk)
+{
+	for (int m = 0; m < times; m++) {
+		size_t at = rnd() % n, e = at;
+		if (!(buf[at] == '"' || (buf[at] >= '0' && buf[at] <= '9')))
+			continue;
+		if (buf[at] == '"') {
+			e = at + 1;
+			while (e < n && buf[e] != '"')
+				e++;
+			e++;
+		} else {
+			while (e < n && strchr("0123456789.eE+-", buf[e]))
+				e++;
+		}
+		const char *j = junk[rnd() % njunk];
+		size_t k = strlen(j);
+		if (e > n || n - (e - at) + k >= cap)
+			continue;
+		memmove(buf + at + k, buf + e, n - e);
+		memcpy(buf + at, j, k);
+		n = n - (e - at) + k;
+	}
+	return n;
+}
+
 /* Numbers at the edges of a double: no NaN or infinity may reach a coordinate or a label. */
 static void test_extremes(void)
 {
@@ -395,28 +424,8 @@ static void test_mutations(void)
 	for (int it = 0; it < 600; it++) {
 		memcpy(buf, doc, len);
 		size_t n = len;
-		for (int m = 0; m < 1 + (int)(rnd() % 6); m++) {
-			/* Replace a number or a string token at a random place with junk. */
-			size_t at = rnd() % n, e = at;
-			if (!(buf[at] == '"' || (buf[at] >= '0' && buf[at] <= '9')))
-				continue;
-			if (buf[at] == '"') {
-				e = at + 1;
-				while (e < n && buf[e] != '"')
-					e++;
-				e++;
-			} else {
-				while (e < n && strchr("0123456789.eE+-", buf[e]))
-					e++;
-			}
-			const char *j = junk[rnd() % (sizeof(junk) / sizeof(junk[0]))];
-			size_t k = strlen(j);
-			if (e > n || n - (e - at) + k >= sizeof(buf))
-				continue;
-			memmove(buf + at + k, buf + e, n - e);
-			memcpy(buf + at, j, k);
-			n = n - (e - at) + k;
-		}
+		n = mutate(buf, n, sizeof(buf), 1 + (int)(rnd() % 6), junk,
+			   sizeof(junk) / sizeof(junk[0]));
 		struct json *v;
 		if (json_parse(buf, n, &v, NULL))
 			continue;
@@ -902,27 +911,8 @@ static void test_scenario_mutations(void)
 	for (int it = 0; it < 400; it++) {
 		memcpy(buf, sc_incast, len);
 		size_t n = len;
-		for (int m = 0; m < 1 + (int)(rnd() % 3); m++) {
-			size_t at = rnd() % n, e = at;
-			if (!(buf[at] == '"' || (buf[at] >= '0' && buf[at] <= '9')))
-				continue;
-			if (buf[at] == '"') {
-				e = at + 1;
-				while (e < n && buf[e] != '"')
-					e++;
-				e++;
-			} else {
-				while (e < n && strchr("0123456789.eE+-", buf[e]))
-					e++;
-			}
-			const char *j = junk[rnd() % (sizeof(junk) / sizeof(junk[0]))];
-			size_t k = strlen(j);
-			if (e > n || n - (e - at) + k >= sizeof(buf))
-				continue;
-			memmove(buf + at + k, buf + e, n - e);
-			memcpy(buf + at, j, k);
-			n = n - (e - at) + k;
-		}
+		n = mutate(buf, n, sizeof(buf), 1 + (int)(rnd() % 3), junk,
+			   sizeof(junk) / sizeof(junk[0]));
 		struct json *v;
 		if (json_parse(buf, n, &v, NULL))
 			continue;
