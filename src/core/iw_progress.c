@@ -187,10 +187,18 @@ static void conn_link(struct iwp *p, struct iwp_conn *k)
 			work_add(p, c);
 }
 
-static void set_events(struct iwp *p, struct iwp_conn *k, uint32_t ev)
+static void events_change(struct iwp *p, struct iwp_conn *k, uint32_t ev);
+
+/* What epoll watches on k becomes ev (0: nothing). Inline: at the end of every visit it mostly
+ * stays as it was. */
+static inline void set_events(struct iwp *p, struct iwp_conn *k, uint32_t ev)
 {
-	if (ev == k->events && (k->in_epoll || !ev))
-		return;
+	if (ev != k->events || (!k->in_epoll && ev))
+		events_change(p, k, ev);
+}
+
+static void events_change(struct iwp *p, struct iwp_conn *k, uint32_t ev)
+{
 	struct epoll_event e = {.events = ev, .data.ptr = k};
 	if (!ev) {
 		/* Nothing to wait for (the peer's stream ended, nothing blocked): out of the
@@ -457,7 +465,11 @@ static bool conn_run(struct iwp *p, struct iwp_conn *k, bool rx, uint64_t now, b
 		did |= conn_rx(p, k, now);
 	if (k->nudge_next && !k->dead)
 		nudge_step(k, now);
-	if (!k->dead && conn_tx(k, now, p->app_poll, &idle)) {
+	if (k->dead)
+		;
+	else if (!k->tx_blocked && iw_qp_tx_idle(k->qp))
+		idle = true; /* most passes: what came in asked for nothing to be sent */
+	else if (conn_tx(k, now, p->app_poll, &idle)) {
 		did = true;
 		*sent = true;
 	}

@@ -250,6 +250,9 @@ int iw_qp_tx_want(struct iw_qp *qp, uint64_t now, struct iovec *iov, int max_iov
 /* True when iw_qp_tx_want may offer bytes (or has work to frame): a cheap check for a caller
  * that polls; false means a want would return 0. */
 bool iw_qp_tx_pending(const struct iw_qp *qp);
+/* Nothing to frame or send and the QP in RTS: iw_qp_tx_want would offer nothing and change
+ * nothing (most passes after a receive). */
+bool iw_qp_tx_idle(const struct iw_qp *qp);
 
 /* n bytes of the last iw_qp_tx_want's iovecs (in order) were handed to TCP; the next want
  * continues after them (TCP may take fewer than offered). A SEND / WRITE completes here when

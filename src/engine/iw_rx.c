@@ -363,6 +363,31 @@ static int on_term(struct iw_qp *qp)
 	return -ECONNRESET;
 }
 
+/* The last FPDU of a Send (of opcode op) ended: the receive completes. */
+static int send_end(struct iw_qp *qp, uint8_t op, const struct iw_rx_ev *ev)
+{
+	struct iw_rxs *r = &qp->rx;
+	const struct iw_opinfo *oi = iw_opinfo(op);
+	uint32_t inv = ev->hdr->rsvdulp;
+
+	qp->rx_msn[IW_QN_SEND]++;
+	IW_INC(qp, rx_sends);
+	if (oi->inval) {
+		/* RFC 5040 5.3 Send with Invalidate: before the receive completes. */
+		int e = qp->env.mem_invalidate ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd,
+									qp->init.qpn, inv, true)
+					       : -EINVAL;
+		if (e) {
+			iw_recv_complete(qp, IBV_WC_REM_INV_REQ_ERR, r->u_mo, false, 0, false);
+			return iw_fatal(qp,
+					e == -EACCES ? -IW_E_RP_INVALIDATE : -IW_E_RO_INVALIDATE,
+					ev->raw, ev->raw_len);
+		}
+	}
+	iw_recv_complete(qp, IBV_WC_SUCCESS, r->u_mo, oi->solicited, inv, oi->inval);
+	return 0;
+}
+
 static int on_end(struct iw_qp *qp, const struct iw_rx_ev *ev)
 {
 	struct iw_rxs *r = &qp->rx;
@@ -408,31 +433,7 @@ static int on_end(struct iw_qp *qp, const struct iw_rx_ev *ev)
 		break;
 	}
 	/* The Send family. */
-	if (!r->last)
-		return 0;
-	{
-		const struct iw_opinfo *oi = iw_opinfo(op);
-		uint32_t inv = ev->hdr->rsvdulp;
-
-		qp->rx_msn[IW_QN_SEND]++;
-		IW_INC(qp, rx_sends);
-		if (oi->inval) {
-			/* RFC 5040 5.3 Send with Invalidate: before the receive completes. */
-			int e = qp->env.mem_invalidate
-				    ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd, qp->init.qpn,
-							     inv, true)
-				    : -EINVAL;
-			if (e) {
-				iw_recv_complete(qp, IBV_WC_REM_INV_REQ_ERR, r->u_mo, false, 0,
-						 false);
-				return iw_fatal(
-				    qp, e == -EACCES ? -IW_E_RP_INVALIDATE : -IW_E_RO_INVALIDATE,
-				    ev->raw, ev->raw_len);
-			}
-		}
-		iw_recv_complete(qp, IBV_WC_SUCCESS, r->u_mo, oi->solicited, inv, oi->inval);
-	}
-	return 0;
+	return r->last ? send_end(qp, op, ev) : 0;
 }
 
 /* A stream error from the parser: the message its FPDU belongs to must not succeed. */
@@ -454,6 +455,34 @@ static int parse_error(struct iw_qp *qp, int err)
 	return iw_fatal(qp, err, raw, raw_len);
 }
 
+static bool is_send(uint8_t op)
+{
+	return op == IW_OP_SEND || op == IW_OP_SEND_INV || op == IW_OP_SEND_SE ||
+	       op == IW_OP_SEND_SE_INV;
+}
+
+/* The last (mostly the only) FPDU of a Send, whole in the caller's buffer: on_hdr, on_data
+ * and on_end in one, with the same checks (hdr_send) and without the per-FPDU state that
+ * only an FPDU read in parts needs. */
+static int whole_send(struct iw_qp *qp, const struct iw_rx_ev *ev)
+{
+	struct iw_rxs *r = &qp->rx;
+	const uint8_t *src = ev->data;
+	int err = hdr_send(qp, ev->hdr, ev->payload_len);
+
+	if (err)
+		return iw_fatal(qp, err, ev->raw, ev->raw_len);
+	r->pay_len = ev->payload_len; /* iw_qp_rx_fpdu_payload */
+	for (uint32_t i = 0; i < r->npiece; i++) {
+		memcpy(r->piece[i].ptr, src, r->piece[i].len);
+		src += r->piece[i].len;
+	}
+	IW_ADD(qp, rx_payload_copied, ev->payload_len);
+	r->u_mo += ev->payload_len;
+	IW_INC(qp, rx_fpdus);
+	return send_end(qp, ev->hdr->opcode, ev);
+}
+
 /* Feeds n stream bytes at buf to the parser and acts on its events; *fed gets the bytes
  * consumed (all n on 0; on an error up to and including the step that found it). Payload
  * that does not already lie at its destination (buf is not where rx_want pointed) is copied
@@ -473,6 +502,12 @@ static int feed(struct iw_qp *qp, const uint8_t *buf, size_t n, size_t *fed)
 			pos += used;
 			*fed = pos;
 			IW_ADD(qp, rx_bytes, used);
+			if (is_send(ev.hdr->opcode) && ev.hdr->last) {
+				err = whole_send(qp, &ev);
+				if (err)
+					return err;
+				continue;
+			}
 			err = on_hdr(qp, &ev);
 			if (err)
 				return iw_fatal(qp, err, ev.raw, ev.raw_len);

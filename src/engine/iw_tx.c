@@ -155,6 +155,11 @@ static bool tx_idle(const struct iw_qp *qp)
 	       t->irq_next == qp->irq_tail && !t->nudge_pending && qp->state == IBV_QPS_RTS;
 }
 
+bool iw_qp_tx_idle(const struct iw_qp *qp)
+{
+	return tx_idle(qp);
+}
+
 bool iw_tx_ready(const struct iw_qp *qp)
 {
 	if (tx_idle(qp))

@@ -138,6 +138,17 @@ int eng_sge_resolve_env(const struct eng_env *env, uint32_t pd, const struct eng
 	uint32_t i = 0;
 	int n = 0;
 
+	/* The common case, one entry that holds the whole range: one lookup, no walk. */
+	if (num_sge == 1 && len > 0 && offset < sge[0].length && len <= sge[0].length - offset) {
+		int err = 0;
+		void *p = env->mem_resolve(env->ctx, pd, 0, sge[0].lkey, false,
+					   sge[0].addr + offset, len, access, &err);
+		if (!p)
+			return err ? err : -EFAULT;
+		iov[0].ptr = p;
+		iov[0].len = len;
+		return 1;
+	}
 	while (i < num_sge && offset >= sge[i].length) {
 		offset -= sge[i].length;
 		i++;

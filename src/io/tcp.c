@@ -593,7 +593,6 @@ ssize_t io_tcp_recv(struct io_tcp_conn *c, void *dst, size_t len)
 
 ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 {
-	struct msghdr msg = {0};
 	size_t total = 0;
 	ssize_t r;
 
@@ -606,16 +605,22 @@ ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 	cnt_add(c->cnt, IO_TCP_C_rx_calls, 1);
 	if (rx_fault_reset(c))
 		return -ECONNRESET;
-	msg.msg_iov = (struct iovec *)iov; /* recvmsg does not write the array */
-	msg.msg_iovlen = (size_t)n;
+	/* One buffer (a small message's read, and most polls, which find nothing): recv, which
+	 * skips recvmsg's copying in of the header and the array (about 50 ns a call here). */
+	if (n == 1 && !c->f_rx_chunk) {
+		do {
+			r = sys_recv(c->fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT);
+		} while (r < 0 && errno == EINTR);
+		return rx_result(c, r);
+	}
+	struct msghdr msg = {.msg_iov = (struct iovec *)iov, /* recvmsg does not write it */
+			     .msg_iovlen = (size_t)n};
 	struct iovec clip[FAULT_IOV];
 	bool cut = c->f_rx_chunk && total > c->f_rx_chunk; /* tcp_rx_chunk */
 	if (cut) {
 		msg.msg_iov = clip;
 		msg.msg_iovlen = (size_t)clip_iov(iov, n, c->f_rx_chunk, clip);
 	}
-	/* One buffer (a small message's read, and most polls, which find nothing): recv, which
-	 * skips recvmsg's copying in of the header and the array (about 50 ns a call here). */
 	do {
 		r = msg.msg_iovlen == 1 ? sys_recv(c->fd, msg.msg_iov[0].iov_base,
 						   msg.msg_iov[0].iov_len, MSG_DONTWAIT)
@@ -624,6 +629,33 @@ ssize_t io_tcp_recvv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 	if (cut && r == (ssize_t)c->f_rx_chunk)
 		fault_count(c, IO_TCP_C_fault_rx_chunks);
 	return rx_result(c, r);
+}
+
+/* What a send of total bytes returned (r, errno), counted; chunk: the tcp_chunk limit that
+ * cut it (0: none). */
+static ssize_t tx_result(struct io_tcp_conn *c, ssize_t r, size_t total, size_t chunk)
+{
+	if (r >= 0) {
+		cnt_add(c->cnt, IO_TCP_C_tx_bytes, (uint64_t)r);
+		if ((size_t)r < total)
+			cnt_add(c->cnt, IO_TCP_C_tx_partial, 1);
+		if (chunk && (size_t)r == chunk)
+			fault_count(c, IO_TCP_C_fault_tx_chunks); /* the limit ended it */
+		c->tx_sent += (uint64_t)r;
+		if (c->f_reset_at && c->tx_sent >= c->f_reset_at)
+			fault_reset(c); /* these bytes were taken; the next call fails */
+		return r;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		cnt_add(c->cnt, IO_TCP_C_tx_eagain, 1);
+		return -EAGAIN;
+	}
+	if (errno == ECONNRESET || errno == EPIPE) {
+		cnt_add(c->cnt, IO_TCP_C_tx_resets, 1);
+		return -errno;
+	}
+	cnt_add(c->cnt, IO_TCP_C_tx_errors, 1);
+	return -errno;
 }
 
 ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
@@ -675,36 +707,29 @@ ssize_t io_tcp_sendv(struct io_tcp_conn *c, const struct iovec *iov, int n)
 		else
 			r = sys_sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} while (r < 0 && errno == EINTR);
-	if (r >= 0) {
-		cnt_add(c->cnt, IO_TCP_C_tx_bytes, (uint64_t)r);
-		if ((size_t)r < total)
-			cnt_add(c->cnt, IO_TCP_C_tx_partial, 1);
-		if (chunk && (size_t)r == chunk)
-			fault_count(c, IO_TCP_C_fault_tx_chunks); /* the limit ended it */
-		c->tx_sent += (uint64_t)r;
-		if (c->f_reset_at && c->tx_sent >= c->f_reset_at)
-			fault_reset(c); /* these bytes were taken; the next call fails */
-		return r;
-	}
-	if (errno == EAGAIN || errno == EWOULDBLOCK) {
-		cnt_add(c->cnt, IO_TCP_C_tx_eagain, 1);
-		return -EAGAIN;
-	}
-	if (errno == ECONNRESET || errno == EPIPE) {
-		cnt_add(c->cnt, IO_TCP_C_tx_resets, 1);
-		return -errno;
-	}
-	cnt_add(c->cnt, IO_TCP_C_tx_errors, 1);
-	return -errno;
+	return tx_result(c, r, total, chunk);
 }
 
 ssize_t io_tcp_send(struct io_tcp_conn *c, const void *buf, size_t len)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	ssize_t r;
 
 	if (!buf && len)
 		return -EINVAL;
-	return io_tcp_sendv(c, &iov, 1);
+	/* Without tcp_chunk or tcp_reset on c (the usual case) one buffer goes straight to the
+	 * kernel: io_tcp_sendv's array, limits and gather are for the rest. */
+	if (!c || !len || c->f_chunk || c->f_reset_at)
+		return io_tcp_sendv(c, &iov, 1);
+	cnt_add(c->cnt, IO_TCP_C_tx_calls, 1);
+	if (atomic_load_explicit(&c->f_reset, memory_order_relaxed)) {
+		cnt_add(c->cnt, IO_TCP_C_tx_resets, 1);
+		return -ECONNRESET;
+	}
+	do {
+		r = sys_send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (r < 0 && errno == EINTR);
+	return tx_result(c, r, len, 0);
 }
 
 int io_tcp_shutdown(struct io_tcp_conn *c)

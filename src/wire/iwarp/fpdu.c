@@ -114,6 +114,20 @@ static uint16_t be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
+static uint32_t be32(const uint8_t *p)
+{
+	uint32_t x;
+	memcpy(&x, p, 4);
+	return be32toh(x);
+}
+
+static uint64_t be64(const uint8_t *p)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+	return be64toh(x);
+}
+
 static uint32_t le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -306,7 +320,6 @@ static int hdr_parse(const uint8_t *p, size_t hdr_len, struct iw_hdr *h)
 	if (h->opcode == IW_OP_TERMINATE || oi->opcode == IW_OP_TERMINATE)
 		memset(&h->term, 0, sizeof(h->term));
 	memset(h, 0, offsetof(struct iw_hdr, term));
-	(void)get_be(&c, 2);
 	h->opcode = oi->opcode;
 	h->tagged = ctrl & IW_CTRL_T;
 	h->last = ctrl & IW_CTRL_L;
@@ -314,15 +327,21 @@ static int hdr_parse(const uint8_t *p, size_t hdr_len, struct iw_hdr *h)
 	h->dv = (uint8_t)((ctrl & IW_CTRL_DV) >> 8);
 	h->rv = (uint8_t)((ctrl & IW_CTRL_RV) >> 6);
 	h->rdmap_rsvd = (uint8_t)((ctrl & IW_CTRL_RDMAP_RSVD) >> 4);
+	/* The fixed parts, read in place once their length is known to be there. */
 	if (h->tagged) { /* RFC 5041 4.2 */
-		h->stag = (uint32_t)get_be(&c, 4);
-		h->to = get_be(&c, 8);
-		return c.bad ? -IW_E_ULPDU_LEN : 0;
+		if (hdr_len < IW_DDP_TAGGED_HDR_LEN)
+			return -IW_E_ULPDU_LEN;
+		h->stag = be32(p + 2);
+		h->to = be64(p + 6);
+		return 0;
 	}
-	h->rsvdulp = (uint32_t)get_be(&c, 4); /* RFC 5041 4.3 */
-	h->qn = (uint32_t)get_be(&c, 4);
-	h->msn = (uint32_t)get_be(&c, 4);
-	h->mo = (uint32_t)get_be(&c, 4);
+	if (hdr_len < IW_DDP_UNTAGGED_HDR_LEN)
+		return -IW_E_ULPDU_LEN;
+	h->rsvdulp = be32(p + 2); /* RFC 5041 4.3 */
+	h->qn = be32(p + 6);
+	h->msn = be32(p + 10);
+	h->mo = be32(p + 14);
+	c.off = IW_DDP_UNTAGGED_HDR_LEN;
 	if (h->qn != oi->qn) /* RFC 5041 7.2: invalid QN */
 		return -IW_E_QN;
 	if (oi->single && h->mo != 0)
