@@ -38,6 +38,8 @@
 #define REF_MIN 1024
 /* The least time between two CNPs of one QP (RoCE NICs' min_time_between_cnps, 4 us). */
 #define CNP_INTERVAL_NS 4000
+/* The hop limit of a UD QP's CNP (the datagram's own is not kept): Linux's default. */
+#define UD_CNP_TTL 64
 /* Longest the progress thread sleeps without looking at the time. */
 #define MAX_SLEEP_NS 20000000ull
 
@@ -352,6 +354,12 @@ int core_qp_set_ud(struct core_ctx *c, uint32_t qpn)
 	struct core_qp *s = slot_of(c, qpn);
 	if (!s || !s->qp || !c->io)
 		return -EINVAL;
+	/* ECN-capable datagrams (c->cfg.ecn) react to the CNPs they cause, as RC does. */
+	if (c->cfg.ecn) {
+		int r = eng_qp_set_cc(s->qp, &c->cfg.cc);
+		if (r < 0 && r != -EINVAL)
+			return r;
+	}
 	s->ud = true;
 	/* A UD QP receives from anyone, in either family: the context listens on its IPv6
 	 * address too (when it has one; a failure only leaves IPv6 datagrams unreceived, and
@@ -904,10 +912,11 @@ static bool parse_checked(struct core_ctx *c, const struct io_pkt *p, struct roc
 	return true;
 }
 
-/* DCQCN's notification (spec 9.1, IBA A17; as RoCE NICs send it): a CNP to the QP's peer,
- * BTH opcode 0x81 with BECN set and PSN 0, 16 reserved bytes, in a class of its own (DSCP 48,
- * not ECN-capable), sent at once. */
-static void send_cnp(struct core_ctx *c, struct core_qp *s)
+/* DCQCN's notification (spec 9.1, IBA A17; as RoCE NICs send it): a CNP to QP dqpn at dst
+ * (from src, UDP source port sport), BTH opcode 0x81 with BECN set and PSN 0, 16 reserved
+ * bytes, in a class of its own (DSCP 48, not ECN-capable), sent at once. */
+static void send_cnp(struct core_ctx *c, bool ipv6, const uint8_t src[16], const uint8_t dst[16],
+		     uint16_t sport, uint8_t ttl, uint32_t dqpn)
 {
 	uint8_t buf[ROCE_BTH_LEN + 16 + ROCE_ICRC_LEN];
 	struct roce_pkt pkt;
@@ -915,27 +924,46 @@ static void send_cnp(struct core_ctx *c, struct core_qp *s)
 	pkt.bth.opcode = ROCE_CNP;
 	pkt.bth.pkey = ROCE_DEFAULT_PKEY;
 	pkt.bth.becn = true;
-	pkt.bth.dqpn = eng_qp_dest_num(s->qp);
+	pkt.bth.dqpn = dqpn;
 	size_t len = roce_build(&pkt, buf, sizeof(buf));
 	if (len != sizeof(buf))
 		return;
 	struct io_pkt p = {.buf = buf,
 			   .cap = len,
 			   .len = len,
-			   .ipv6 = s->path.ipv6,
-			   .sport = s->path.sport,
+			   .ipv6 = ipv6,
+			   .sport = sport,
 			   .dport = c->cfg.port ? c->cfg.port : ROCE_UDP_PORT,
 			   .tos = MARK_CNP_DSCP << 2,
-			   .ttl = s->path.ttl};
-	memcpy(p.src, s->path.src, 16);
-	memcpy(p.dst, s->path.dst, 16);
+			   .ttl = ttl};
+	memcpy(p.src, src, 16);
+	memcpy(p.dst, dst, 16);
 	seal(&p, 0); /* alone: IPv4 ID 0 */
-	if (io_udp_send(io_of(c, s->path.ipv6), &p, 1) != 1) {
+	if (io_udp_send(io_of(c, ipv6), &p, 1) != 1) {
 		c->counters[CORE_CNT_tx_errors]++;
 		return;
 	}
 	c->counters[CORE_CNT_tx_packets]++;
 	c->counters[CORE_CNT_cnp_tx]++;
+}
+
+/* A connected QP's CNP: to its peer, along its path. */
+static void send_cnp_rc(struct core_ctx *c, struct core_qp *s)
+{
+	send_cnp(c, s->path.ipv6, s->path.src, s->path.dst, s->path.sport, s->path.ttl,
+		 eng_qp_dest_num(s->qp));
+}
+
+/* A UD QP's CNP for datagram p: to the QP that sent it (the DETH's source QP), at the address
+ * and port it came from, from this QP's source port. As for RC, at most one per interval per
+ * receiving QP (dcqcn_np_mark), whichever sender's datagram was marked. */
+static void send_cnp_ud(struct core_ctx *c, struct core_qp *s, const struct io_pkt *p,
+			uint32_t src_qpn)
+{
+	int f = p->ipv6 ? FAM_V6 : FAM_V4;
+	if (!s->ud_ref[f])
+		return;
+	send_cnp(c, p->ipv6, p->dst, p->src, s->ud_sport[f], UD_CNP_TTL, src_qpn);
 }
 
 static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
@@ -963,6 +991,16 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 		return;
 	}
 	if (s->ud) {
+		/* DCQCN on UD as on RC (mlx5 rate-limits UD QPs too): a CNP cuts the QP's rate
+		 * for every destination; a marked datagram is answered with one. Like the
+		 * datagrams themselves, a CNP may come from anyone. */
+		if (pkt.bth.opcode == ROCE_CNP) {
+			c->counters[CORE_CNT_cnp_rx]++;
+			eng_qp_cnp(s->qp, now);
+			return;
+		}
+		if (ce && c->cfg.ecn && dcqcn_np_mark(&s->np, now))
+			send_cnp_ud(c, s, p, pkt.deth.src_qpn);
 		/* A UD QP takes datagrams from anyone (rxe checks the peer of RC / UC QPs only);
 		 * the receive buffer gets the IP header they came in. The ICRC residual stays
 		 * 16 bits: peers vary, so no per-peer IPv4 ID rule applies. */
@@ -1005,7 +1043,7 @@ static void input_one(struct core_ctx *c, const struct io_pkt *p, uint64_t now)
 		return;
 	}
 	if (ce && c->cfg.ecn && dcqcn_np_mark(&s->np, now))
-		send_cnp(c, s);
+		send_cnp_rc(c, s);
 	eng_qp_input(s->qp, &pkt, now);
 }
 

@@ -199,9 +199,10 @@ void eng_qp_destroy(struct eng_qp *qp);
 void *eng_qp_user(const struct eng_qp *qp);
 uint32_t eng_qp_num(const struct eng_qp *qp);
 struct dcqcn_params;
-/* Turns congestion control on for the QP (RC, UC, XRC requesters): DCQCN with p
- * (engine/dcqcn.h); its requests then leave at the rate CNPs (eng_qp_cnp) leave it. Again:
- * the state starts over. 0, -EINVAL (p refused, UD QP) or -ENOMEM. */
+/* Turns congestion control on for the QP (RC, UC, UD, XRC requesters): DCQCN with p
+ * (engine/dcqcn.h); its requests then leave at the rate CNPs (eng_qp_cnp) leave it (UD: one
+ * rate for every destination, as mlx5 has it). Again: the state starts over. 0, -EINVAL (p
+ * refused) or -ENOMEM. */
 int eng_qp_set_cc(struct eng_qp *qp, const struct dcqcn_params *p);
 /* A CNP for this QP arrived (ignored without congestion control). */
 void eng_qp_cnp(struct eng_qp *qp, uint64_t now_ns);

@@ -408,8 +408,6 @@ void eng_qp_destroy(struct eng_qp *qp)
 int eng_qp_set_cc(struct eng_qp *qp, const struct dcqcn_params *p)
 {
 	struct eng_cc *cc;
-	if (qp->init.type == IBV_QPT_UD)
-		return -EINVAL;
 	int r = eng_cc_dcqcn_create(p, &cc);
 	if (r < 0)
 		return r;

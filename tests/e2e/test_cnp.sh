@@ -6,7 +6,8 @@
 # marks), and the peer must take every one of those CNPs (cnp_rx: their ICRC checked). On the
 # wire (a capture on lo, GSO off) every CNP is BTH opcode 0x81 with BECN set and PSN 0, to the
 # peer's QP, at DSCP 48 and not ECN-capable. Without SOFTRDMA_ECN the fault stage marks
-# nothing (a switch marks ECN-capable packets only) and no CNP goes out.
+# nothing (a switch marks ECN-capable packets only) and no CNP goes out. UD too: perftest's
+# ib_send_bw -c UD through the drop-in library, the receiver's CNPs taken by the sending QP.
 # Usage: test_cnp.sh BUILD_DIR
 set -u
 build=${1:?build directory}
@@ -122,6 +123,48 @@ cnps=$(v cc_cnps) cuts=$(v cc_cuts) held=$(v cc_held) sent=$(count "$tmp/bw.srv"
 rate=$(v cc_rate_kbps)
 [ "$rate" -gt 0 ] && [ "$rate" -le 25000000 ] || bad "bw: cc_rate_kbps=$rate"
 echo "ok   bw: $cnps CNPs taken, $cuts rate cuts, $held requests held for the rate, ${rate} kbit/s at the end"
+
+# UD (ib_send_bw -c UD through the drop-in library): the receiving UD QP answers marked
+# datagrams with CNPs to the QP that sent them (the DETH's source QP, at the address and port
+# they came from), and the sending UD QP takes them and cuts its rate, as a connected QP does.
+if command -v ib_send_bw >/dev/null; then
+	run_pt=("$build/softrdma" run --)
+	if grep -q "SOFTRDMA_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
+		export LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+		export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+	fi
+	ud() {
+		SOFTRDMA_ECN=1 SOFTRDMA_FAULT=ce=0.1,seed=5 timeout 60 "${run_pt[@]}" ib_send_bw \
+			-d roce_lo -x 0 -c UD -n 2000 -p $port >"$tmp/ud.srv" 2>&1 &
+		local s=$!
+		pids+=("$s")
+		sleep 0.5
+		SOFTRDMA_ECN=1 SOFTRDMA_FAULT=ce=0.1,seed=6 timeout 60 "${run_pt[@]}" ib_send_bw \
+			-d roce_lo -x 0 -c UD -n 2000 -p $port 127.0.0.1 >"$tmp/ud.cli" 2>&1
+		local rc=$?
+		wait "$s"
+		local rs=$?
+		port=$((port + 1))
+		[ $rc -eq 0 ] && [ $rs -eq 0 ] && return 0
+		echo "ud: client exit $rc, server exit $rs"
+		tail -3 "$tmp/ud.cli" "$tmp/ud.srv"
+		return 1
+	}
+	ud || ud || bad "ud: ib_send_bw -c UD failed twice"
+	ce=$(count "$tmp/ud.srv" rx_ecn_ce) sent=$(count "$tmp/ud.srv" cnp_tx)
+	took=$(count "$tmp/ud.cli" cnp_rx)
+	qp=$(grep "QP 0x" "$tmp/ud.cli" | grep "cc_cnps=" | head -n 1)
+	cnps=$(v cc_cnps) cuts=$(v cc_cuts)
+	[ "$ce" -gt 20 ] || bad "ud: the receiver saw $ce CE marks"
+	[ "$sent" -gt 0 ] && [ "$sent" -le "$ce" ] || bad "ud: $sent CNPs for $ce marks"
+	[ "$took" -eq "$sent" ] && [ "$cnps" -eq "$sent" ] ||
+		bad "ud: the receiver sent $sent CNPs, the sender's context took $took, its QP $cnps"
+	[ "$cuts" -gt 0 ] && [ "$cuts" -le "$cnps" ] || bad "ud: $cuts rate cuts for $cnps CNPs"
+	echo "ok   ud: $ce CE marks, $sent CNPs sent, $cnps taken by the sending UD QP, $cuts rate cuts"
+	unset LD_PRELOAD ASAN_OPTIONS
+else
+	echo "note: ib_send_bw (perftest) not installed: UD not checked"
+fi
 
 # Not ECN-capable: the fault stage marks nothing, nobody sends a CNP.
 SOFTRDMA_FAULT=ce=0.5,seed=11 run plain || exit 1

@@ -19,6 +19,8 @@
 #include "check.h"
 #include "sim.h"
 
+#include "engine/dcqcn.h"
+
 #define BUFSZ (1u << 20)
 #define GUARD 64
 #define QKEY1 0x11111111u
@@ -36,6 +38,7 @@ static const unsigned ALL_ACCESS = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WR
 
 struct probe {
 	uint64_t pkts, ackreq, wrong_transport, last_qkey, last_psn, last_src_qpn;
+	uint64_t first_at, last_at; /* when the first and the last packet left */
 	uint32_t first_psn;
 	bool have_psn, psn_gap;
 	uint8_t want_transport; /* ROCE_TR_* of A's QP */
@@ -48,7 +51,6 @@ static enum sim_action tap(struct sim *sim, int dir, uint64_t index, const struc
 	struct probe *pr = arg;
 	const struct roce_opinfo *oi = roce_opinfo(p->bth.opcode);
 
-	(void)sim;
 	(void)index;
 	(void)delay_ns;
 	if (dir != SIM_AB)
@@ -60,8 +62,11 @@ static enum sim_action tap(struct sim *sim, int dir, uint64_t index, const struc
 		pr->wrong_transport++;
 	if (pr->have_psn && p->bth.psn != ((pr->last_psn + 1) & 0xFFFFFF))
 		pr->psn_gap = true;
-	if (!pr->have_psn)
+	if (!pr->have_psn) {
 		pr->first_psn = p->bth.psn;
+		pr->first_at = sim->now;
+	}
+	pr->last_at = sim->now;
 	pr->have_psn = true;
 	pr->last_psn = p->bth.psn;
 	pr->last_qkey = p->deth.qkey;
@@ -1040,6 +1045,58 @@ static void ud_flush(void)
 	teardown();
 }
 
+/* DCQCN on a UD QP (SOFTRDMA_ECN): without a CNP its datagrams leave as without congestion
+ * control; after one, at the rate the cut left, one rate for every destination: the spacing
+ * of 32 datagrams to two QPs on the clock gives that rate within 1 %, and each arrives. */
+static void ud_paced(bool cnp)
+{
+	const uint64_t line = 10ull * 1000 * 1000 * 1000; /* 10 Gbit/s */
+	const uint32_t len = 1024, n = 32;
+	struct dcqcn_params p;
+	struct ibv_wc wc;
+
+	setup_ud(1024, 1024, false, false);
+	dcqcn_params_default(&p, line);
+	p.time_reset_ns = 1000000000ull; /* the rate holds still meanwhile */
+	p.byte_reset = 1ull << 40;
+	CHECK_EQ(eng_qp_set_cc(qa, &p), 0);
+	if (cnp) {
+		eng_qp_cnp(qa, s.now);
+		sim_run(&s, 10000); /* the decrease check 4 us later cuts */
+	}
+	uint64_t rate = eng_qp_cc_rate(qa);
+	CHECK(cnp ? rate < line && rate > line / 4 : rate == line);
+	for (uint32_t i = 0; i < n; i++) {
+		struct eng_qp *dst = i % 2 ? qb2 : qb;
+		CHECK_EQ(post_recv(dst, 1000 + i, b_dst, 4096 * (i % 2), ENG_GRH_LEN + len), 0);
+		CHECK_EQ(ud_post(qa, i, IBV_WR_SEND, 0, len, 0x10001u + i % 2, eng_qp_num(dst),
+				 i % 2 ? QKEY2 : QKEY1, 0, 0),
+			 0);
+	}
+	/* 1 ms: time for every datagram at the cut rate (DCQCN's timers keep the QP busy for
+	 * seconds after a cut: the simulator is never idle). */
+	sim_run(&s, 1000000);
+	for (uint32_t i = 0; i < n; i++) {
+		REQUIRE(sim_poll(B, &wc, 1) == 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.byte_len, ENG_GRH_LEN + len);
+	}
+	expect_empty(B);
+	CHECK_EQ(probe.pkts, n);
+	/* n - 1 gaps of one frame each at the rate (what the pacing counts: payload + 58). */
+	double want = (double)(n - 1) * (len + 58) * 8e9 / (double)rate;
+	double got = (double)(probe.last_at - probe.first_at);
+	if (cnp) {
+		CHECK(got > 0.99 * want && got < 1.01 * want);
+		CHECK(eng_qp_counters(qa)[ENG_CNT_cc_held] > 0);
+		CHECK_EQ(eng_qp_counters(qa)[ENG_CNT_cc_cuts], 1);
+	} else {
+		CHECK(got < 0.5 * want);
+		CHECK_EQ(eng_qp_counters(qa)[ENG_CNT_cc_held], 0);
+	}
+	teardown();
+}
+
 int main(void)
 {
 	const uint32_t pmtus[] = {256, 1024, 4096};
@@ -1069,5 +1126,7 @@ int main(void)
 	ud_post_checks();
 	transport_mismatch();
 	ud_flush();
+	ud_paced(false);
+	ud_paced(true);
 	return check_exit();
 }
