@@ -77,8 +77,10 @@ static void check_term(int err, const struct iw_rx *rx)
 	must(memcmp(f.hdr.term.ddp_hdr, t.ddp_hdr, t.ddp_hdr_len) == 0);
 }
 
-/* Feeds one chunk (copied to an exact-size heap buffer). */
-static void feed(struct iw_rx *rx, const uint8_t *p, size_t len, struct run *ru)
+/* Feeds one chunk (copied to an exact-size heap buffer). fast: the engine's way
+ * (engine/iw_rx.c feed): an FPDU that starts here and lies whole in the chunk is taken by
+ * iw_rx_fpdu in one call, and digested as its HDR, DATA and END events would be. */
+static void feed(struct iw_rx *rx, const uint8_t *p, size_t len, struct run *ru, bool fast)
 {
 	uint8_t *c = malloc(len ? len : 1);
 	size_t pos = 0, used;
@@ -87,6 +89,25 @@ static void feed(struct iw_rx *rx, const uint8_t *p, size_t len, struct run *ru)
 	must(c != NULL);
 	memcpy(c, p, len);
 	while (pos < len && !ru->err) {
+		if (fast && !ru->open && iw_rx_fpdu(rx, c + pos, len - pos, &used, &ev)) {
+			must(used > 0 && used <= len - pos && ev.raw == c + pos);
+			check_hdr(&ev);
+			must(ev.payload_len == (uint32_t)ev.ulpdu_len + 2 - ev.raw_len);
+			must(ev.len == ev.payload_len && ev.off == 0);
+			must(ev.payload_len == 0 || ev.data == c + pos + ev.raw_len);
+			must(ev.pad_len < 4 && used == (size_t)ev.raw_len + ev.payload_len +
+							   ev.pad_len + IW_FPDU_CRC_SIZE);
+			mix(ru, "H", 1);
+			mix(ru, ev.raw, ev.raw_len);
+			if (ev.payload_len)
+				mix(ru, ev.data, ev.len);
+			mix(ru, "E", 1);
+			mix(ru, ev.pad, ev.pad_len);
+			mix(ru, &ev.crc, sizeof(ev.crc));
+			pos += used;
+			ru->consumed += used;
+			continue;
+		}
 		int r = iw_rx_step(rx, c + pos, len - pos, &used, &ev);
 
 		must(used <= len - pos);
@@ -138,71 +159,19 @@ static void feed(struct iw_rx *rx, const uint8_t *p, size_t len, struct run *ru)
 	free(c);
 }
 
-/* As feed, the engine's way (engine/iw_rx.c feed): an FPDU that starts here and lies whole in
- * the chunk is taken by iw_rx_fpdu in one call, anything else by iw_rx_step. */
-static void feed_fast(struct iw_rx *rx, const uint8_t *p, size_t len, struct run *ru)
+/* Feeds the n stream bytes at s in the input's chunks (m lengths at lens, used cyclically;
+ * none: 7 bytes each). */
+static void feed_chunks(struct iw_rx *rx, const uint8_t *s, size_t n, const uint8_t *lens, size_t m,
+			struct run *ru, bool fast)
 {
-	uint8_t *c = malloc(len ? len : 1);
-	size_t pos = 0, used;
-	struct iw_rx_ev ev;
+	for (size_t i = 0, pos = 0; pos < n && !ru->err; i++) {
+		size_t k = m ? (size_t)lens[i % m] + 1 : 7;
 
-	must(c != NULL);
-	memcpy(c, p, len);
-	while (pos < len && !ru->err) {
-		if (!ru->open && iw_rx_fpdu(rx, c + pos, len - pos, &used, &ev)) {
-			must(used > 0 && used <= len - pos);
-			must(ev.raw == c + pos);
-			check_hdr(&ev);
-			must(ev.payload_len == (uint32_t)ev.ulpdu_len + 2 - ev.raw_len);
-			must(ev.len == ev.payload_len && ev.off == 0);
-			must(ev.payload_len == 0 || ev.data == c + pos + ev.raw_len);
-			must(ev.pad_len < 4 && used == (size_t)ev.raw_len + ev.payload_len +
-							   ev.pad_len + IW_FPDU_CRC_SIZE);
-			mix(ru, "H", 1);
-			mix(ru, ev.raw, ev.raw_len);
-			if (ev.payload_len)
-				mix(ru, ev.data, ev.len);
-			mix(ru, "E", 1);
-			mix(ru, ev.pad, ev.pad_len);
-			mix(ru, &ev.crc, sizeof(ev.crc));
-			pos += used;
-			ru->consumed += used;
-			continue;
-		}
-		/* One step, as feed makes it. */
-		int r = iw_rx_step(rx, c + pos, len - pos, &used, &ev);
-
-		must(used <= len - pos);
-		pos += used;
-		ru->consumed += used;
-		if (r < 0) {
-			must(iw_is_err(r));
-			ru->err = r;
-			mix(ru, &r, sizeof(r));
-			break;
-		}
-		if (r == IW_RX_NEED_MORE)
-			break;
-		switch (r) {
-		case IW_RX_HDR:
-			ru->open = true;
-			mix(ru, "H", 1);
-			mix(ru, ev.raw, ev.raw_len);
-			break;
-		case IW_RX_DATA:
-			mix(ru, ev.data, ev.len);
-			break;
-		case IW_RX_END:
-			ru->open = false;
-			mix(ru, "E", 1);
-			mix(ru, ev.pad, ev.pad_len);
-			mix(ru, &ev.crc, sizeof(ev.crc));
-			break;
-		default:
-			must(0);
-		}
+		if (k > n - pos)
+			k = n - pos;
+		feed(rx, s + pos, k, ru, fast);
+		pos += k;
 	}
-	free(c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -226,35 +195,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = size - 4 - m;
 
 	iw_rx_init(&rx, crc, max);
-	feed(&rx, s, n, &a);
+	feed(&rx, s, n, &a, false);
 
 	iw_rx_init(&rx, crc, max);
-	for (size_t i = 0, pos = 0; pos < n && !b.err; i++) {
-		size_t k = m ? (size_t)lens[i % m] + 1 : 7;
-
-		if (k > n - pos)
-			k = n - pos;
-		feed(&rx, s + pos, k, &b);
-		pos += k;
-	}
+	feed_chunks(&rx, s, n, lens, m, &b, false);
 	must(a.h == b.h && a.consumed == b.consumed && a.err == b.err);
 
 	if (n <= 4096) {
 		iw_rx_init(&rx, crc, max);
 		for (size_t pos = 0; pos < n && !c.err; pos++)
-			feed(&rx, s + pos, 1, &c);
+			feed(&rx, s + pos, 1, &c, false);
 		must(a.h == c.h && a.consumed == c.consumed && a.err == c.err);
 	}
 
 	iw_rx_init(&rx, crc, max);
-	for (size_t i = 0, pos = 0; pos < n && !d.err; i++) {
-		size_t k = m ? (size_t)lens[i % m] + 1 : 7;
-
-		if (k > n - pos)
-			k = n - pos;
-		feed_fast(&rx, s + pos, k, &d);
-		pos += k;
-	}
+	feed_chunks(&rx, s, n, lens, m, &d, true);
 	must(a.h == d.h && a.consumed == d.consumed && a.err == d.err);
 	return 0;
 }

@@ -251,6 +251,17 @@ static void listener_free(struct listener *l)
 	rdma_destroy_event_channel(l->ch);
 }
 
+/* The end of a connection case, once its sides are freed: both ids, the client's channel,
+ * the listener. */
+static void conn_free(struct rdma_cm_id *child, struct rdma_cm_id *cid,
+		      struct rdma_event_channel *cch, struct listener *l)
+{
+	CHECK_EQ(rdma_destroy_id(child), 0);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	rdma_destroy_event_channel(cch);
+	listener_free(l);
+}
+
 static struct rdma_cm_id *resolved(struct rdma_event_channel **ch, uint16_t port)
 {
 	struct rdma_cm_id *id;
@@ -332,10 +343,7 @@ static void cm_case(const char *what, const struct ibv_ece *cli_ece, const struc
 	expect_ack(l.ch, RDMA_CM_EVENT_DISCONNECTED, "server");
 	side_free(&c);
 	side_free(&s);
-	CHECK_EQ(rdma_destroy_id(child), 0);
-	CHECK_EQ(rdma_destroy_id(cid), 0);
-	rdma_destroy_event_channel(cch);
-	listener_free(&l);
+	conn_free(child, cid, cch, &l);
 }
 
 static void test_cm(void)
@@ -382,10 +390,7 @@ static void reject_case(bool ece)
 		CHECK_MEM(ev->param.conn.private_data, why, sizeof(why));
 	rdma_ack_cm_event(ev);
 	side_free(&c);
-	CHECK_EQ(rdma_destroy_id(child), 0);
-	CHECK_EQ(rdma_destroy_id(cid), 0);
-	rdma_destroy_event_channel(cch);
-	listener_free(&l);
+	conn_free(child, cid, cch, &l);
 }
 
 static void test_reject(void)

@@ -24,6 +24,25 @@ static size_t cur_left(const struct cur *c)
 	return c->len - c->off;
 }
 
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	uint32_t x;
+	memcpy(&x, p, 4);
+	return be32toh(x);
+}
+
+static uint64_t be64(const uint8_t *p)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+	return be64toh(x);
+}
+
 static uint64_t get_be(struct cur *c, unsigned n)
 {
 	if (cur_left(c) < n) {
@@ -34,23 +53,7 @@ static uint64_t get_be(struct cur *c, unsigned n)
 	/* n is 2, 4 or 8, a constant at every call: one load and a byte swap. */
 	const uint8_t *p = c->p + c->off;
 	c->off += n;
-	switch (n) {
-	case 2: {
-		uint16_t x;
-		memcpy(&x, p, 2);
-		return be16toh(x);
-	}
-	case 4: {
-		uint32_t x;
-		memcpy(&x, p, 4);
-		return be32toh(x);
-	}
-	default: { /* 8: the only other width these headers have */
-		uint64_t x;
-		memcpy(&x, p, 8);
-		return be64toh(x);
-	}
-	}
+	return n == 2 ? be16(p) : n == 4 ? be32(p) : be64(p); /* 8: the only other width */
 }
 
 static void get_bytes(struct cur *c, uint8_t *dst, size_t n)
@@ -107,25 +110,6 @@ static void put_bytes(struct put *w, const uint8_t *src, size_t n)
 	if (n)
 		memcpy(w->p + w->off, src, n);
 	w->off += n;
-}
-
-static uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	uint32_t x;
-	memcpy(&x, p, 4);
-	return be32toh(x);
-}
-
-static uint64_t be64(const uint8_t *p)
-{
-	uint64_t x;
-	memcpy(&x, p, 8);
-	return be64toh(x);
 }
 
 static uint32_t le32(const uint8_t *p)
