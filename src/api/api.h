@@ -161,6 +161,8 @@ struct sr_qp {
 	};
 	struct sr_wr_batch *batch; /* the ibv_wr_* batch (qp_ex.c); NULL: no such interface */
 	struct eng_qp *eqp;
+	/* Either engine's QP as what both share (eng_qp_base(eqp) or iw_qp_base(iqp)). */
+	struct eng_qp_base *base;
 	struct sr_context *ctx;
 	struct ibv_qp_attr attr; /* every attribute set so far */
 	struct ibv_qp_cap cap;

@@ -64,30 +64,12 @@ static int iw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	return -ret;
 }
 
-static int iw_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	struct sr_qp *qp = (struct sr_qp *)ibqp;
-	struct sr_context *ctx = qp->ctx;
-	core_lock(ctx->core);
-	int ret = iw_qp_post_recv(qp->iqp, wr, (const struct ibv_recv_wr **)bad);
-	core_unlock(ctx->core);
-	return -ret;
-}
-
 /* The loop visits every connection at each pass, so a QP with new output needs no queueing:
  * post_send flushes it and the progress thread's next pass sends what input caused. */
-static void iw_env_wake(void *c, struct eng_qp *qp)
+static void iw_env_wake(void *c, struct eng_qp_base *qp)
 {
 	struct sr_context *ctx = c;
-	iwp_qp_wake(ctx->iwp, iw_qp_from_env(qp));
-}
-
-static void iw_env_event(void *c, struct eng_qp *eqp, enum ibv_event_type type)
-{
-	struct sr_context *ctx = c;
-	struct sr_qp *qp = iw_qp_user(iw_qp_from_env(eqp));
-	struct ibv_async_event ev = {.element.qp = &qp->ibqp, .event_type = type};
-	sr_async_push(ctx, &ev);
+	iwp_qp_wake(ctx->iwp, iw_qp_of(qp));
 }
 
 int sr_iw_open(struct sr_context *ctx)
@@ -101,9 +83,7 @@ int sr_iw_open(struct sr_context *ctx)
 	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
 	ops->poll_cq = iw_poll_cq;
 	ops->post_send = iw_post_send;
-	ops->post_recv = iw_post_recv;
-	ctx->env.wake = iw_env_wake;
-	ctx->env.event = iw_env_event;
+	ctx->env.wake = iw_env_wake; /* post_recv and env.event: sr_fill_ops's, for both engines */
 	return 0;
 }
 
@@ -142,6 +122,8 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
 		if (r < 0)
 			sr_free_qpn(ctx, qpn);
+		else
+			qp->base = iw_qp_base(qp->iqp);
 	}
 	core_unlock(ctx->core);
 	if (r < 0) {
@@ -316,7 +298,7 @@ unlock:
 
 /* ---- the internal connection API (softrdma.h) ---- */
 
-static struct sr_qp *iw_qp_of(struct ibv_qp *ibqp)
+static struct sr_qp *iwarp_qp(struct ibv_qp *ibqp)
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	return ibqp && qp->iqp ? qp : NULL;
@@ -353,7 +335,7 @@ int softrdma_iw_listen(struct ibv_context *context, uint16_t port)
 
 int softrdma_iw_accept(struct ibv_qp *ibqp, int timeout_ms)
 {
-	struct sr_qp *qp = iw_qp_of(ibqp);
+	struct sr_qp *qp = iwarp_qp(ibqp);
 	if (!qp) {
 		errno = EINVAL;
 		return -1;
@@ -369,7 +351,7 @@ int softrdma_iw_accept(struct ibv_qp *ibqp, int timeout_ms)
 
 int softrdma_iw_connect(struct ibv_qp *ibqp, const char *ip, uint16_t port, int timeout_ms)
 {
-	struct sr_qp *qp = iw_qp_of(ibqp);
+	struct sr_qp *qp = iwarp_qp(ibqp);
 	uint8_t addr[16] = {0};
 	if (!qp || !ip) {
 		errno = EINVAL;

@@ -781,6 +781,7 @@ struct ibv_qp *sr_create_qp(struct ibv_context *context, struct ibv_pd *pd,
 	}
 	r = eng_qp_create(&ei, &ctx->env, &qp->eqp);
 	if (r == 0) {
+		qp->base = eng_qp_base(qp->eqp);
 		r = core_qp_attach(ctx->core, qp->eqp, qpn);
 		if (r == 0 && init->qp_type == IBV_QPT_UD) {
 			/* Its own UDP source port, per packet destinations (core.h). */
@@ -1069,12 +1070,13 @@ static int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	return -ret;
 }
 
+/* Either engine's QP: receives are posted the same way (qp_base.c). */
 static int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct core_ctx *core = qp->ctx->core;
 	core_lock(core);
-	int ret = eng_qp_post_recv(qp->eqp, wr, (const struct ibv_recv_wr **)bad);
+	int ret = eng_base_post_recv(qp->base, wr, (const struct ibv_recv_wr **)bad);
 	core_unlock(core);
 	return -ret;
 }
@@ -1309,22 +1311,23 @@ static int env_mw_bind(void *c, uint32_t pd, uint32_t qpn, const struct eng_mw_b
 	return obj_mw_bind(&ctx->mws, mr, pd, qpn, &ob);
 }
 
-static void env_wake(void *c, struct eng_qp *qp)
+static void env_wake(void *c, struct eng_qp_base *qp)
 {
 	struct sr_context *ctx = c;
-	core_qp_wake(ctx->core, qp);
+	core_qp_wake(ctx->core, eng_qp_of(qp));
 }
 
-static void env_deadline(void *c, struct eng_qp *qp)
+static void env_deadline(void *c, struct eng_qp_base *qp)
 {
 	struct sr_context *ctx = c;
-	core_qp_deadline(ctx->core, qp);
+	core_qp_deadline(ctx->core, eng_qp_of(qp));
 }
 
-static void env_event(void *c, struct eng_qp *eqp, enum ibv_event_type type)
+/* Either engine's QP. */
+static void env_event(void *c, struct eng_qp_base *b, enum ibv_event_type type)
 {
 	struct sr_context *ctx = c;
-	struct sr_qp *qp = eng_qp_user(eqp);
+	struct sr_qp *qp = b->init.user;
 	struct ibv_async_event ev = {.element.qp = &qp->ibqp, .event_type = type};
 	sr_async_push(ctx, &ev);
 }

@@ -48,26 +48,26 @@ static void complete_send(struct eng_qp *qp, const struct eng_swqe *w)
 	wc.status = w->status;
 	wc.opcode = eng_ops[w->op].wc_opcode;
 	wc.byte_len = w->status == IBV_WC_SUCCESS ? w->length : 0;
-	eng_qp_complete(qp, qp->init.send_cq, &wc, false);
+	eng_base_complete(&qp->base, qp->base.init.send_cq, &wc, false);
 }
 
 void eng_comp_retire(struct eng_qp *qp)
 {
-	while (qp->sq_head != qp->sq_tail) {
-		struct eng_swqe *w = eng_swqe_at(qp, qp->sq_head);
+	while (qp->base.sq_head != qp->base.sq_tail) {
+		struct eng_swqe *w = eng_swqe_at(qp, qp->base.sq_head);
 
 		if (w->state != ENG_SWQE_DONE && w->state != ENG_SWQE_ERROR)
 			return;
-		if (eng_idx_before(qp->sq_head, qp->req.idx)) {
+		if (eng_idx_before(qp->base.sq_head, qp->req.idx)) {
 			if (eng_ops[w->op].rd_atomic && w->state == ENG_SWQE_DONE)
 				qp->req.rd_out--;
 		} else {
 			/* The requester was resending this WQE (go-back-N): skip it. */
-			qp->req.idx = qp->sq_head + 1;
+			qp->req.idx = qp->base.sq_head + 1;
 			qp->req.offset = 0;
 		}
 		complete_send(qp, w);
-		qp->sq_head++;
+		qp->base.sq_head++;
 		if (w->state == ENG_SWQE_ERROR) {
 			eng_qp_to_err(qp, 0, false);
 			return;
@@ -80,11 +80,11 @@ static void fail_head(struct eng_qp *qp, enum ibv_wc_status status)
 {
 	struct eng_swqe *w;
 
-	if (qp->sq_head == qp->sq_tail) {
+	if (qp->base.sq_head == qp->base.sq_tail) {
 		eng_qp_to_err(qp, 0, false);
 		return;
 	}
-	w = eng_swqe_at(qp, qp->sq_head);
+	w = eng_swqe_at(qp, qp->base.sq_head);
 	w->state = ENG_SWQE_ERROR;
 	w->status = status;
 	eng_comp_retire(qp);
@@ -113,7 +113,7 @@ static bool ack_upto(struct eng_qp *qp, uint32_t upto, uint64_t now)
 	uint32_t target = upto;
 	bool lost = false;
 
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+	for (uint32_t i = qp->base.sq_head; i != qp->base.sq_tail; i++) {
 		struct eng_swqe *w = eng_swqe_at(qp, i);
 
 		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
@@ -138,7 +138,7 @@ static bool ack_upto(struct eng_qp *qp, uint32_t upto, uint64_t now)
 		break;
 	}
 	eng_comp_retire(qp);
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return false;
 	if (psn_cmp(target, qp->comp.psn) > 0) {
 		qp->comp.psn = target;
@@ -194,7 +194,7 @@ static void on_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 		ENG_INC(qp, rnr_naks_rcvd);
 		ENG_INC(qp, rx_packets);
 		ack_upto(qp, psn, now);
-		if (qp->state == IBV_QPS_ERR || qp->comp.rnr_deadline != UINT64_MAX)
+		if (qp->base.state == IBV_QPS_ERR || qp->comp.rnr_deadline != UINT64_MAX)
 			return;
 		if (qp->attr.rnr_retry != ENG_RETRY_INFINITE) {
 			if (qp->comp.rnr_left == 0) {
@@ -214,14 +214,14 @@ static void on_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 			/* Everything before the NAK's PSN arrived (spec 5.5). */
 			ENG_INC(qp, seq_naks_rcvd);
 			ack_upto(qp, psn, now);
-			if (qp->state != IBV_QPS_ERR)
+			if (qp->base.state != IBV_QPS_ERR)
 				retry(qp, now, false);
 			return;
 		}
 		ENG_INC(qp, naks_rcvd);
 		lost = ack_upto(qp, psn, now);
 		(void)lost;
-		if (qp->state != IBV_QPS_ERR)
+		if (qp->base.state != IBV_QPS_ERR)
 			fail_head(qp, eng_nak_status(syn));
 		return;
 	default:
@@ -245,7 +245,7 @@ static void on_sack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 	ENG_INC(qp, rx_packets);
 	ENG_INC(qp, sr_sacks_rcvd);
 	lost = ack_upto(qp, pkt->bth.psn, now);
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return;
 	if (lost) {
 		implicit_nak(qp, now);
@@ -280,7 +280,7 @@ static int place(struct eng_qp *qp, const struct eng_swqe *w, uint32_t offset, c
 static struct eng_swqe *wqe_for_psn(struct eng_qp *qp, uint32_t psn, bool *lost, uint32_t *idx)
 {
 	*lost = false;
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+	for (uint32_t i = qp->base.sq_head; i != qp->base.sq_tail; i++) {
 		struct eng_swqe *w = eng_swqe_at(qp, i);
 
 		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
@@ -307,7 +307,7 @@ static void unmatched_response(struct eng_qp *qp, uint32_t psn, bool lost, uint6
 	}
 	ENG_INC(qp, rx_packets);
 	ack_upto(qp, psn, now);
-	if (qp->state != IBV_QPS_ERR)
+	if (qp->base.state != IBV_QPS_ERR)
 		implicit_nak(qp, now);
 }
 
@@ -324,7 +324,7 @@ static void on_atomic_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_
 	/* Valid: everything before it was received, then the atomic itself. */
 	ENG_INC(qp, rx_packets);
 	ack_upto(qp, psn, now);
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return;
 	if (place(qp, w, 0, &pkt->atomic_orig, 8) < 0) {
 		fail_head(qp, IBV_WC_LOC_PROT_ERR);
@@ -366,7 +366,7 @@ static enum eng_sr_rd read_ahead(struct eng_qp *qp, struct eng_swqe *w, uint32_t
 	ENG_INC(qp, rx_packets);
 	ENG_INC(qp, sr_read_ahead);
 	ack_upto(qp, psn, now);
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return ENG_SR_RD_DROP;
 	if (n && place(qp, w, (uint32_t)off, pkt->payload, n) < 0)
 		fail_head(qp, IBV_WC_LOC_PROT_ERR);
@@ -407,7 +407,7 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 		ENG_INC(qp, drop_unexpected_ack);
 		if (d > 0) {
 			ack_upto(qp, psn, now);
-			if (qp->state != IBV_QPS_ERR)
+			if (qp->base.state != IBV_QPS_ERR)
 				implicit_nak(qp, now);
 		}
 		return;
@@ -430,7 +430,7 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 	}
 	ENG_INC(qp, rx_packets);
 	ack_upto(qp, psn, now);
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return;
 	if (n && place(qp, w, w->read_done, pkt->payload, n) < 0) {
 		fail_head(qp, IBV_WC_LOC_PROT_ERR);
@@ -459,7 +459,7 @@ void eng_comp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struc
 
 	/* Only PSNs sent and not yet answered can match (IBA 9.7.5.2.1); anything else is a
 	 * stale duplicate or garbage. */
-	if (qp->sq_head == qp->sq_tail || psn_cmp(psn, qp->comp.psn) < 0 ||
+	if (qp->base.sq_head == qp->base.sq_tail || psn_cmp(psn, qp->comp.psn) < 0 ||
 	    psn_cmp(psn, qp->req.psn_hi) >= 0) {
 		ENG_INC(qp, drop_unexpected_ack);
 		return;

@@ -28,6 +28,7 @@
 #define ENG_GRH_LEN 40
 
 struct eng_qp;
+struct eng_qp_base;
 
 /* ---- completion queue ---- */
 
@@ -139,16 +140,16 @@ struct eng_env {
 	 * earlier: the caller should call eng_qp_output / eng_qp_deadline for it. May be called
 	 * from any engine entry point; it must not call back into the engine (queue the QP and
 	 * return). */
-	void (*wake)(void *ctx, struct eng_qp *qp);
+	void (*wake)(void *ctx, struct eng_qp_base *qp);
 	/* The QP's deadline (eng_qp_deadline) changed, earlier or later: the caller re-files its
 	 * timer. Called from any engine entry point, eng_qp_output included, once its work is
 	 * done; it may call eng_qp_deadline and nothing else of the engine. May be NULL: then
 	 * wake is called when the deadline moves earlier (and a later one is found out by asking,
 	 * as a caller that asks every QP at every pass does). */
-	void (*deadline)(void *ctx, struct eng_qp *qp);
+	void (*deadline)(void *ctx, struct eng_qp_base *qp);
 	/* Asynchronous event for the QP (IBV_EVENT_QP_FATAL, _QP_REQ_ERR, _QP_ACCESS_ERR,
 	 * _COMM_EST, _SQ_DRAINED, _QP_LAST_WQE_REACHED). May be NULL. */
-	void (*event)(void *ctx, struct eng_qp *qp, enum ibv_event_type ev);
+	void (*event)(void *ctx, struct eng_qp_base *qp, enum ibv_event_type ev);
 	/* XRC target QPs: the XRC SRQ of number `srqn` (an XRCETH's), or NULL if there is none.
 	 * The engine itself checks that it is of the QP's XRC domain. May be NULL (no XRC). */
 	struct eng_rq *(*xsrq_lookup)(void *ctx, uint32_t srqn);
@@ -191,6 +192,46 @@ struct eng_qp_attr {
 	uint8_t max_dest_rd_atomic; /* IRD: responder resources */
 	uint16_t pkey;
 };
+
+/* What every QP is first, whichever wire it speaks: the RoCE engine's struct eng_qp and the
+ * iWARP engine's struct iw_qp (engine/iw_eng.h) both begin with it, as their member `base`. It
+ * holds what the two share: the creation parameters, the owner's callbacks, the state, the
+ * send queue ring and the receive queue. What only depends on these is written once on it
+ * (engine/qp_base.c: posting receives, the completions of a flush, the common part of entering
+ * ERR, SQ_DRAINED), and eng_env's callbacks receive it from either engine: `iwarp` says which
+ * QP it begins. Read-only outside src/engine/. */
+struct eng_qp_base {
+	struct eng_qp_init init;
+	struct eng_env env;
+	enum ibv_qp_state state;
+	bool iwarp;   /* begins a struct iw_qp (iw_qp_of), else a struct eng_qp (eng_qp_of) */
+	bool drained; /* SQD: IBV_EVENT_SQ_DRAINED reported */
+	struct eng_rq own_rq;
+	struct eng_rq *rq; /* &own_rq or init.srq; NULL for XRC_SEND (no receive queue) */
+	/* Send queue: [sq_head, sq_tail) posted and not retired, free-running indices; entry i is
+	 * sq[i & sq_mask]. sq_max: its capacity (init.max_send_wr). */
+	struct eng_swqe *sq;
+	uint32_t sq_mask, sq_head, sq_tail, sq_max;
+};
+
+/* The RoCE QP that begins with b, NULL if b begins an iWARP QP. */
+static inline struct eng_qp *eng_qp_of(struct eng_qp_base *b)
+{
+	return b->iwarp ? NULL : (struct eng_qp *)(void *)b; /* base is its first member */
+}
+
+/* A RoCE QP's base. */
+static inline struct eng_qp_base *eng_qp_base(struct eng_qp *qp)
+{
+	return (struct eng_qp_base *)(void *)qp;
+}
+
+/* Posts receives to the QP's own receive queue (either engine): verbs semantics
+ * (ibv_post_recv(3)); in ERR each is completed at once with IBV_WC_WR_FLUSH_ERR. Returns 0,
+ * or -EINVAL (an SRQ or XRC QP, RESET, too many SGEs) / -ENOMEM (full) with *bad set to the
+ * first WR not posted. */
+int eng_base_post_recv(struct eng_qp_base *b, const struct ibv_recv_wr *wr,
+		       const struct ibv_recv_wr **bad);
 
 /* Creates a QP in RESET. Returns 0 and *out, or -EINVAL / -ENOMEM. Allocates everything the
  * QP will ever need (rings, responder resources); nothing is allocated afterwards. */
@@ -251,9 +292,6 @@ const char *eng_qp_state_name(enum ibv_qp_state state);
  * tx_ud_too_long). */
 int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 		     const struct ibv_send_wr **bad, uint64_t now_ns);
-/* Posts receives to the QP's own RQ (fails with -EINVAL on an SRQ QP). */
-int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
-		     const struct ibv_recv_wr **bad);
 
 /* Hands the engine one packet addressed to this QP. The caller has parsed it (roce_parse),
  * checked its ICRC and that BTH.DestQP is this QP. The payload is copied out before return;

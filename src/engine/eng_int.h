@@ -158,10 +158,8 @@ struct eng_iov {
 };
 
 struct eng_qp {
-	struct eng_qp_init init;
-	struct eng_env env;
+	struct eng_qp_base base; /* first (eng_qp_of) */
 	struct eng_qp_attr attr;
-	enum ibv_qp_state state;
 	uint64_t counters[ENG_CNT__COUNT];
 	/* During eng_qp_output_ref: a payload at least this long may stay where it lies (eng.h);
 	 * 0: copied. */
@@ -170,16 +168,6 @@ struct eng_qp {
 	struct eng_cc *cc;
 	/* Selective repeat (eng_qp_set_sr, sr.h), NULL for go-back-N. */
 	struct eng_sr *sr;
-
-	struct eng_rq own_rq;
-	struct eng_rq *rq; /* &own_rq or init.srq */
-
-	/* Send queue: [sq_head, sq_tail) posted and not retired; free-running indices. */
-	struct eng_swqe *sq;
-	uint32_t sq_mask;
-	uint32_t sq_head;
-	uint32_t sq_tail;
-	uint32_t sq_max; /* capacity (init.max_send_wr) */
 
 	/* Requester (req.c). */
 	struct {
@@ -190,7 +178,6 @@ struct eng_qp {
 		uint32_t noack;	 /* packets since the last AckReq */
 		uint32_t rd_out; /* READ / ATOMIC WQEs in [sq_head, idx): ORD in use */
 		uint8_t ord;	 /* max_rd_atomic rounded up to a power of two */
-		bool drained;	 /* SQD: SQ_DRAINED already reported */
 	} req;
 
 	/* Completer (comp.c). */
@@ -255,13 +242,13 @@ enum ibv_wc_status eng_nak_status(uint8_t syndrome);
 /* Reliable connected service: RC and the two halves of XRC (acknowledged, PSN windows, NAKs). */
 static inline bool eng_qp_reliable(const struct eng_qp *qp)
 {
-	return qp->init.type == IBV_QPT_RC || qp->init.type == IBV_QPT_XRC_SEND ||
-	       qp->init.type == IBV_QPT_XRC_RECV;
+	return qp->base.init.type == IBV_QPT_RC || qp->base.init.type == IBV_QPT_XRC_SEND ||
+	       qp->base.init.type == IBV_QPT_XRC_RECV;
 }
 
 static inline struct eng_swqe *eng_swqe_at(struct eng_qp *qp, uint32_t idx)
 {
-	return &qp->sq[idx & qp->sq_mask];
+	return &qp->base.sq[idx & qp->base.sq_mask];
 }
 
 /* true if index a is before b (free-running ring indices). */
@@ -289,12 +276,37 @@ static inline uint32_t eng_pow2_at_least(uint32_t n)
 	return p;
 }
 
-/* The work queues every QP has, whichever engine runs it (wqe.c): the send ring sized for
- * init->max_send_wr, and the receive queue: init->srq, or own_rq set up for max_recv_wr.
- * eng_queues_init returns 0 or -ENOMEM with nothing allocated; eng_queues_fini undoes it. */
-int eng_queues_init(const struct eng_qp_init *init, struct eng_swqe **sq, uint32_t *sq_mask,
-		    struct eng_rq *own_rq, struct eng_rq **rq);
-void eng_queues_fini(const struct eng_qp_init *init, struct eng_swqe *sq, struct eng_rq *own_rq);
+/* ---- qp_base.c: what both engines' QPs share (struct eng_qp_base, eng.h) ---- */
+/* Fills in the base of a new QP (state RESET) with the work queues every QP has: the send
+ * ring sized for init->max_send_wr, and the receive queue: init->srq, none for XRC, or own_rq
+ * set up for max_recv_wr. 0, or -ENOMEM with nothing allocated; eng_base_fini undoes it. */
+int eng_base_init(struct eng_qp_base *b, const struct eng_qp_init *init, const struct eng_env *env,
+		  bool iwarp);
+void eng_base_fini(struct eng_qp_base *b);
+/* Pushes a completion to `cq` for this QP (qp_num filled in). */
+void eng_base_complete(struct eng_qp_base *b, struct eng_cq *cq, struct ibv_wc *wc, bool solicited);
+/* RESET (IBA 10.3.1): the queues emptied without completions, and the CQs give back the
+ * QP's completions not yet polled (eng_cq_clean). */
+void eng_base_reset(struct eng_qp_base *b);
+/* Raises an asynchronous event for the QP (env->event). */
+void eng_base_event(struct eng_qp_base *b, enum ibv_event_type ev);
+/* ERR: completes every send WQE of [sq_head, sq_tail) in order, as IBV_WC_WR_FLUSH_ERR, or
+ * with own_status one that failed (ENG_SWQE_ERROR) with its status (siw reports it so; rxe
+ * flushes every WQE alike), and empties the ring. */
+void eng_base_flush_sq(struct eng_qp_base *b, bool own_status);
+/* A send WR of operation op (enum eng_op) posted in ERR: completed at once, WR_FLUSH_ERR. */
+void eng_base_flush_wr(struct eng_qp_base *b, uint64_t wr_id, int op);
+/* The end of entering ERR, after the engine has dealt with its send queue and the receive in
+ * progress: the QP's own receive queue is flushed (IBA 10.3.1), ev raised if raise, and an
+ * SRQ-attached QP reports its last WQE (IBA 11.6.3.1). */
+void eng_base_err_flush(struct eng_qp_base *b, enum ibv_event_type ev, bool raise);
+/* SQD not yet reported drained (the engine then checks that nothing started is unfinished). */
+static inline bool eng_base_draining(const struct eng_qp_base *b)
+{
+	return b->state == IBV_QPS_SQD && !b->drained;
+}
+/* Reports IBV_EVENT_SQ_DRAINED, once per entry into SQD (IBA 10.3.1). */
+void eng_base_drained(struct eng_qp_base *b);
 
 int eng_wr_op(enum ibv_wr_opcode op);
 /* Checks one send WR against the limits (SGE count, 2 GiB message, inline size, 8-byte
@@ -317,13 +329,8 @@ int eng_sge_resolve_env(const struct eng_env *env, uint32_t pd, const struct eng
 int eng_sge_resolve(struct eng_qp *qp, const struct eng_sge *sge, uint32_t num_sge, uint32_t offset,
 		    uint32_t len, unsigned access, struct eng_iov *iov);
 
-/* Pushes a completion to `cq` for this QP (qp_num filled in). */
-void eng_qp_complete(struct eng_qp *qp, struct eng_cq *cq, struct ibv_wc *wc, bool solicited);
-
 /* Moves the QP to ERR from inside the engine (flushes; raises `ev` if not 0). */
 void eng_qp_to_err(struct eng_qp *qp, enum ibv_event_type ev, bool raise);
-
-void eng_qp_event(struct eng_qp *qp, enum ibv_event_type ev);
 
 /* Congestion control (qp->cc set) counts a packet with `payload` bytes that left at now as
  * what it occupies on an Ethernet link: the payload and 58 bytes of Ethernet .. ICRC. Out of

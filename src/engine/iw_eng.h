@@ -22,9 +22,8 @@
  *
  * Shared verbs-side objects: the CQs (struct eng_cq), the receive queue / SRQ (struct
  * eng_rq), the memory environment (struct eng_env) and the completion statuses are the RoCE
- * engine's (eng.h). env->wake and env->event take a `struct eng_qp *` because struct eng_env
- * is shared: for an iWARP QP that pointer is the `struct iw_qp *` (convert it back with
- * iw_qp_from_env()); the env's ctx tells the caller which engine a device runs.
+ * engine's (eng.h), and so is the start of every QP, struct eng_qp_base: env->wake and
+ * env->event receive it, and iw_qp_of() turns it back into the iWARP QP.
  *
  * Threads: no function locks. The caller serialises every call that touches one QP and the
  * CQs / SRQ it uses (one lock per device context), and keeps that lock, or otherwise keeps
@@ -92,10 +91,17 @@ void *iw_qp_user(const struct iw_qp *qp);
 void iw_qp_set_link(struct iw_qp *qp, void *link);
 void *iw_qp_link(const struct iw_qp *qp);
 
-/* The QP behind the `struct eng_qp *` that env->wake / env->event receive from an iWARP QP. */
-static inline struct iw_qp *iw_qp_from_env(struct eng_qp *p)
+/* The iWARP QP that begins with b (env->wake / env->event receive it), NULL if b begins a
+ * RoCE QP. */
+static inline struct iw_qp *iw_qp_of(struct eng_qp_base *b)
 {
-	return (struct iw_qp *)(void *)p;
+	return b->iwarp ? (struct iw_qp *)(void *)b : NULL; /* base is its first member */
+}
+
+/* An iWARP QP's base. */
+static inline struct eng_qp_base *iw_qp_base(struct iw_qp *qp)
+{
+	return (struct eng_qp_base *)(void *)qp;
 }
 
 /* ---- attributes and states ---- */
@@ -193,10 +199,9 @@ const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, si
  * with TCP. Fewer: the WR becomes an ordinary send queue entry with that FPDU framed and
  * partly sent; iw_qp_tx_want offers the rest. */
 void iw_qp_one_sent(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t sent);
-/* Posts receives to the QP's own receive queue (-EINVAL on an SRQ QP or in RESET; -ENOMEM
- * when full; *bad as above). Every Send consumes one receive, zero-length ones included;
- * there is no RNR in iWARP: a Send finding no receive is a fatal error (as siw). */
-int iw_qp_post_recv(struct iw_qp *qp, const struct ibv_recv_wr *wr, const struct ibv_recv_wr **bad);
+/* Receives are posted with eng_base_post_recv (eng.h) on iw_qp_base(qp). Every Send consumes
+ * one receive, zero-length ones included; there is no RNR in iWARP: a Send finding no
+ * receive is a fatal error (as siw). */
 
 /* ---- receive: the stream from the peer ---- */
 
@@ -481,21 +486,13 @@ struct iw_txs {
 };
 
 struct iw_qp {
-	struct eng_qp_init init;
-	struct eng_env env;
-	void *link; /* iw_qp_set_link */
+	struct eng_qp_base base; /* first (iw_qp_of); base.iwarp is true */
+	void *link;		 /* iw_qp_set_link */
 	struct iw_qp_attr attr;
-	enum ibv_qp_state state;
 	uint64_t counters[IW_CNT__COUNT];
 
-	struct eng_rq own_rq;
-	struct eng_rq *rq; /* &own_rq or init.srq */
-
-	/* Send queue: [sq_head, sq_tail) posted and not retired, [sq_head, sq_next) started. */
-	struct eng_swqe *sq;
-	uint32_t sq_mask, sq_head, sq_tail, sq_max;
+	/* Of the send queue's [sq_head, sq_tail) (base), [sq_head, sq_next) is started. */
 	uint32_t sq_next;
-	bool drained; /* SQD: IBV_EVENT_SQ_DRAINED reported */
 
 	/* A zero-length RTR Read sent by the MPA exchange heads the ORQ (iw_qp_set_rtr). */
 	bool rtr_read;
@@ -545,12 +542,7 @@ enum iw_local_err {
 
 static inline struct eng_swqe *iw_swqe_at(struct iw_qp *qp, uint32_t idx)
 {
-	return &qp->sq[idx & qp->sq_mask];
-}
-
-static inline struct eng_qp *iw_env_qp(struct iw_qp *qp)
-{
-	return (struct eng_qp *)(void *)qp;
+	return &qp->base.sq[idx & qp->base.sq_mask];
 }
 
 /* iw_qp.c */

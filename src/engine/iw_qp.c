@@ -38,12 +38,6 @@ static bool op_supported(int op)
 
 /* ---- completions ---- */
 
-static void push(struct iw_qp *qp, struct eng_cq *cq, struct ibv_wc *wc, bool solicited)
-{
-	wc->qp_num = qp->init.qpn;
-	(void)eng_cq_push(cq, wc, solicited);
-}
-
 void iw_send_complete(struct iw_qp *qp, uint64_t wr_id, uint8_t op, uint32_t len,
 		      enum ibv_wc_status status)
 {
@@ -53,22 +47,12 @@ void iw_send_complete(struct iw_qp *qp, uint64_t wr_id, uint8_t op, uint32_t len
 	wc.status = status;
 	wc.opcode = eng_ops[op].wc_opcode;
 	wc.byte_len = status == IBV_WC_SUCCESS ? len : 0;
-	push(qp, qp->init.send_cq, &wc, false);
+	eng_base_complete(&qp->base, qp->base.init.send_cq, &wc, false);
 }
 
 static void send_complete(struct iw_qp *qp, const struct eng_swqe *w, enum ibv_wc_status status)
 {
 	iw_send_complete(qp, w->wr_id, w->op, w->length, status);
-}
-
-static void recv_flush(struct iw_qp *qp, uint64_t wr_id)
-{
-	struct ibv_wc wc = {0};
-
-	wc.wr_id = wr_id;
-	wc.status = IBV_WC_WR_FLUSH_ERR;
-	wc.opcode = IBV_WC_RECV;
-	push(qp, qp->init.recv_cq, &wc, false);
 }
 
 void iw_recv_complete(struct iw_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
@@ -85,19 +69,19 @@ void iw_recv_complete(struct iw_qp *qp, enum ibv_wc_status status, uint32_t byte
 		wc.invalidated_rkey = inv_stag;
 	}
 	qp->rx.u_active = false;
-	push(qp, qp->init.recv_cq, &wc, solicited);
+	eng_base_complete(&qp->base, qp->base.init.recv_cq, &wc, solicited);
 }
 
 void iw_sq_retire(struct iw_qp *qp)
 {
-	while (qp->sq_head != qp->sq_next) {
-		struct eng_swqe *w = iw_swqe_at(qp, qp->sq_head);
+	while (qp->base.sq_head != qp->sq_next) {
+		struct eng_swqe *w = iw_swqe_at(qp, qp->base.sq_head);
 
 		if (w->state != ENG_SWQE_DONE)
 			break;
 		if (w->signaled)
 			send_complete(qp, w, IBV_WC_SUCCESS);
-		qp->sq_head++;
+		qp->base.sq_head++;
 	}
 }
 
@@ -105,60 +89,33 @@ void iw_sq_retire(struct iw_qp *qp)
  * own status, the others IBV_WC_WR_FLUSH_ERR (reported whether signaled or not). */
 void iw_sq_flush(struct iw_qp *qp)
 {
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
-		struct eng_swqe *w = iw_swqe_at(qp, i);
-
-		send_complete(qp, w, w->state == ENG_SWQE_ERROR ? w->status : IBV_WC_WR_FLUSH_ERR);
-	}
-	qp->sq_head = qp->sq_next = qp->sq_tail;
+	eng_base_flush_sq(&qp->base, true);
+	qp->sq_next = qp->base.sq_tail;
 	qp->orq_head = qp->orq_tail = 0;
 	qp->sq_flush_pending = false;
 }
 
-static void rq_flush(struct iw_qp *qp)
-{
-	const struct eng_rwqe *r;
-
-	if (qp->rx.u_active)
-		iw_recv_complete(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false);
-	if (qp->init.srq)
-		return; /* an SRQ's WQEs belong to the other QPs too */
-	while ((r = eng_rq_peek(qp->rq)) != NULL) {
-		recv_flush(qp, r->wr_id);
-		eng_rq_pop(qp->rq);
-	}
-}
-
 /* ---- events, wake-up ---- */
-
-static void raise_event(struct iw_qp *qp, enum ibv_event_type ev)
-{
-	if (qp->env.event)
-		qp->env.event(qp->env.ctx, iw_env_qp(qp), ev);
-}
 
 void iw_kick(struct iw_qp *qp)
 {
-	if (qp->env.wake && iw_tx_ready(qp))
-		qp->env.wake(qp->env.ctx, iw_env_qp(qp));
+	if (qp->base.env.wake && iw_tx_ready(qp))
+		qp->base.env.wake(qp->base.env.ctx, &qp->base);
 }
 
 void iw_check_drained(struct iw_qp *qp)
 {
 	/* IBA 10.3.1 SQD: drained once nothing started is unfinished. */
-	if (qp->state != IBV_QPS_SQD || qp->drained || iw_tx_busy(qp))
+	if (!eng_base_draining(&qp->base) || iw_tx_busy(qp) || qp->base.sq_head != qp->sq_next)
 		return;
-	if (qp->sq_head != qp->sq_next)
-		return;
-	qp->drained = true;
-	raise_event(qp, IBV_EVENT_SQ_DRAINED);
+	eng_base_drained(&qp->base);
 }
 
 /* ---- errors ---- */
 
 void iw_to_err(struct iw_qp *qp, bool abort, enum ibv_event_type ev, bool raise)
 {
-	if (qp->state == IBV_QPS_ERR) {
+	if (qp->base.state == IBV_QPS_ERR) {
 		if (abort && !qp->tx.finished) {
 			/* The caller gives up the connection: nothing more goes out. */
 			iw_tx_abort(qp);
@@ -169,7 +126,7 @@ void iw_to_err(struct iw_qp *qp, bool abort, enum ibv_event_type ev, bool raise)
 		}
 		return;
 	}
-	qp->state = IBV_QPS_ERR;
+	qp->base.state = IBV_QPS_ERR;
 	qp->rx.pend_rreq = false;
 	qp->rx.pend_term = false;
 	qp->rx.want_valid = false;
@@ -184,18 +141,17 @@ void iw_to_err(struct iw_qp *qp, bool abort, enum ibv_event_type ev, bool raise)
 		iw_tx_abort(qp);
 		iw_sq_flush(qp);
 	}
-	rq_flush(qp); /* after the send queue, as the RoCE engine (eng_qp_to_err) */
+	/* After the send queue, as the RoCE engine (eng_qp_to_err): the receive in progress, then
+	 * the receive queue (eng_base_err_flush, below). */
+	if (qp->rx.u_active)
+		iw_recv_complete(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false);
 	if (abort) {
 		qp->tx.term_pending = false;
 		qp->tx.finished = true;
 	} else if (!qp->tx.term_pending && !qp->sq_flush_pending) {
 		qp->tx.finished = true;
 	}
-	if (raise)
-		raise_event(qp, ev);
-	/* IBA 11.6.3.1: an SRQ-attached QP in ERR reports its last WQE. */
-	if (qp->init.srq)
-		raise_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+	eng_base_err_flush(&qp->base, ev, raise);
 }
 
 /* The Terminate for an engine error: the wire's table for enum iw_err, ours for the rest. */
@@ -235,7 +191,7 @@ int iw_fatal(struct iw_qp *qp, int err, const uint8_t *raw, size_t raw_len)
 	enum ibv_event_type ev = IBV_EVENT_QP_FATAL;
 	int n;
 
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return -EPROTO;
 	if (term_for(err, raw, raw_len, &t) == 0) {
 		/* RFC 5040 7.1: remote protection / DDP tagged buffer errors are access errors. */
@@ -273,17 +229,14 @@ int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, stru
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->init = *init;
-	qp->env = *env;
-	err = eng_queues_init(init, &qp->sq, &qp->sq_mask, &qp->own_rq, &qp->rq);
+	err = eng_base_init(&qp->base, init, env, true);
 	if (err)
 		goto free_qp;
-	qp->sq_max = init->max_send_wr;
 	/* Until the caller sets them: siw's defaults without MPA negotiation. */
 	qp->attr.ird = 16;
 	qp->attr.ord = 16;
 	qp->attr.mulpdu = iw_mulpdu(1448);
-	qp->state = IBV_QPS_RESET;
+	qp->base.state = IBV_QPS_RESET;
 	iw_rx_reset(qp);
 	err = iw_tx_rings_init(qp);
 	if (err)
@@ -292,7 +245,7 @@ int iw_qp_create(const struct eng_qp_init *init, const struct eng_env *env, stru
 	return 0;
 
 free_queues:
-	eng_queues_fini(init, qp->sq, &qp->own_rq);
+	eng_base_fini(&qp->base);
 free_qp:
 	free(qp);
 	return err;
@@ -302,7 +255,7 @@ void iw_qp_destroy(struct iw_qp *qp)
 {
 	if (!qp)
 		return;
-	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
+	eng_base_fini(&qp->base);
 	free(qp->tx.copy);
 	iw_tx_rings_fini(qp);
 	free(qp->irq);
@@ -312,12 +265,12 @@ void iw_qp_destroy(struct iw_qp *qp)
 
 uint32_t iw_qp_num(const struct iw_qp *qp)
 {
-	return qp->init.qpn;
+	return qp->base.init.qpn;
 }
 
 void *iw_qp_user(const struct iw_qp *qp)
 {
-	return qp->init.user;
+	return qp->base.init.user;
 }
 
 void iw_qp_set_link(struct iw_qp *qp, void *link)
@@ -332,12 +285,12 @@ void *iw_qp_link(const struct iw_qp *qp)
 
 enum ibv_qp_state iw_qp_state(const struct iw_qp *qp)
 {
-	return qp->state;
+	return qp->base.state;
 }
 
 bool iw_qp_send_cq_waiting(const struct iw_qp *qp)
 {
-	const struct eng_cq *cq = qp->init.send_cq;
+	const struct eng_cq *cq = qp->base.init.send_cq;
 	return cq->tail != cq->head;
 }
 
@@ -352,10 +305,11 @@ int iw_qp_set_attr(struct iw_qp *qp, const struct iw_qp_attr *attr)
 	    attr->mulpdu < IW_MIN_MULPDU)
 		return -EINVAL;
 	/* CRC use is fixed for the connection by MPA (RFC 5044 7.1). */
-	if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && attr->crc != qp->attr.crc)
+	if ((qp->base.state == IBV_QPS_RTS || qp->base.state == IBV_QPS_SQD) &&
+	    attr->crc != qp->attr.crc)
 		return -EINVAL;
 	qp->attr = *attr;
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD)
 		iw_rx_reset(qp); /* crc / max_rx_ulpdu take effect at the stream start */
 	iw_kick(qp);
 	return 0;
@@ -401,40 +355,33 @@ static void stream_reset(struct iw_qp *qp)
 
 void iw_qp_set_state(struct iw_qp *qp, enum ibv_qp_state state, uint64_t now)
 {
-	enum ibv_qp_state from = qp->state;
+	enum ibv_qp_state from = qp->base.state;
 
 	(void)now;
 	switch (state) {
 	case IBV_QPS_RESET:
-		/* IBA 10.3.1: RESET empties the queues without completions; the CQs give back
-		 * those not yet polled (eng_cq_clean). */
-		qp->state = IBV_QPS_RESET;
+		eng_base_reset(&qp->base);
 		qp->early_send = false;
-		qp->sq_head = qp->sq_tail = qp->sq_next = 0;
-		if (!qp->init.srq)
-			eng_rq_clear(qp->rq);
-		eng_cq_clean(qp->init.send_cq, qp->init.qpn);
-		if (qp->init.recv_cq != qp->init.send_cq)
-			eng_cq_clean(qp->init.recv_cq, qp->init.qpn);
+		qp->sq_next = 0;
 		stream_reset(qp);
 		break;
 	case IBV_QPS_INIT:
 	case IBV_QPS_RTR:
-		qp->state = state;
+		qp->base.state = state;
 		break;
 	case IBV_QPS_RTS:
 		/* Connection established (after MPA): FPDU mode starts in both directions. */
 		if (from == IBV_QPS_RESET || from == IBV_QPS_INIT || from == IBV_QPS_RTR)
 			stream_reset(qp);
-		qp->state = IBV_QPS_RTS;
+		qp->base.state = IBV_QPS_RTS;
 		break;
 	case IBV_QPS_SQD:
-		qp->state = IBV_QPS_SQD;
-		qp->drained = false;
+		qp->base.state = IBV_QPS_SQD;
+		qp->base.drained = false;
 		iw_check_drained(qp);
 		break;
 	case IBV_QPS_SQE:
-		qp->state = IBV_QPS_SQE;
+		qp->base.state = IBV_QPS_SQE;
 		break;
 	case IBV_QPS_ERR:
 		iw_to_err(qp, true, IBV_EVENT_QP_FATAL, false);
@@ -467,7 +414,7 @@ void iw_qp_conn_failed(struct iw_qp *qp, uint64_t now)
 int iw_qp_set_rtr(struct iw_qp *qp, const uint32_t tx_msn_used[IW_QN__COUNT],
 		  const uint32_t rx_msn_used[IW_QN__COUNT], bool orq_rtr)
 {
-	if (qp->state != IBV_QPS_RTS || !iw_rx_idle(&qp->rx.p) || qp->rx.p.fpdus ||
+	if (qp->base.state != IBV_QPS_RTS || !iw_rx_idle(&qp->rx.p) || qp->rx.p.fpdus ||
 	    qp->counters[IW_CNT_tx_bytes] || iw_tx_busy(qp))
 		return -EINVAL;
 	for (int i = 0; i < IW_QN__COUNT; i++) {
@@ -503,7 +450,8 @@ int iw_ring_grow(void **ring, uint32_t *cap, uint32_t first, size_t esz, uint32_
  * ring holds or IW_MAX_ORD allows. */
 static int orq_alloc(struct iw_qp *qp)
 {
-	uint32_t cap = eng_pow2_at_least(qp->sq_max < IW_MAX_ORD ? qp->sq_max : IW_MAX_ORD);
+	uint32_t cap =
+	    eng_pow2_at_least(qp->base.sq_max < IW_MAX_ORD ? qp->base.sq_max : IW_MAX_ORD);
 
 	qp->orq = malloc(cap * sizeof(*qp->orq));
 	if (!qp->orq)
@@ -518,59 +466,39 @@ int iw_qp_post_send(struct iw_qp *qp, const struct ibv_send_wr *wr, const struct
 	int err = 0;
 
 	(void)now;
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_ERR &&
-	    !(qp->early_send && (qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR))) {
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD &&
+	    qp->base.state != IBV_QPS_ERR &&
+	    !(qp->early_send &&
+	      (qp->base.state == IBV_QPS_INIT || qp->base.state == IBV_QPS_RTR))) {
 		*bad = wr;
 		return -EINVAL;
 	}
 	for (; wr; wr = wr->next) {
 		uint64_t len = 0;
-		int op = eng_swqe_check(wr, qp->init.max_send_sge, qp->init.max_inline, &len);
+		int op =
+		    eng_swqe_check(wr, qp->base.init.max_send_sge, qp->base.init.max_inline, &len);
 
 		if (op < 0 || !op_supported(op) ||
 		    (op == ENG_OP_READ && wr->num_sge > IW_MAX_SGE_RD)) {
 			err = -EINVAL;
 			break;
 		}
-		if (qp->sq_tail - qp->sq_head >= qp->sq_max ||
+		if (qp->base.sq_tail - qp->base.sq_head >= qp->base.sq_max ||
 		    (op == ENG_OP_READ && !qp->orq && orq_alloc(qp) < 0)) {
 			err = -ENOMEM;
 			break;
 		}
-		if (qp->state == IBV_QPS_ERR && !qp->sq_flush_pending) {
+		if (qp->base.state == IBV_QPS_ERR && !qp->sq_flush_pending) {
 			/* WRs posted in ERR complete at once with WR_FLUSH_ERR. */
-			struct eng_swqe tmp = {0};
-
-			tmp.wr_id = wr->wr_id;
-			tmp.op = (uint8_t)op;
-			send_complete(qp, &tmp, IBV_WC_WR_FLUSH_ERR);
+			eng_base_flush_wr(&qp->base, wr->wr_id, op);
 			continue;
 		}
-		eng_swqe_fill(iw_swqe_at(qp, qp->sq_tail), wr, op, (uint32_t)len,
-			      qp->init.sq_sig_all);
-		qp->sq_tail++;
+		eng_swqe_fill(iw_swqe_at(qp, qp->base.sq_tail), wr, op, (uint32_t)len,
+			      qp->base.init.sq_sig_all);
+		qp->base.sq_tail++;
 	}
 	if (err)
 		*bad = wr;
 	iw_kick(qp);
 	return err;
-}
-
-int iw_qp_post_recv(struct iw_qp *qp, const struct ibv_recv_wr *wr, const struct ibv_recv_wr **bad)
-{
-	if (qp->init.srq || qp->state == IBV_QPS_RESET) {
-		*bad = wr;
-		return -EINVAL;
-	}
-	if (qp->state == IBV_QPS_ERR) {
-		for (; wr; wr = wr->next) {
-			if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->rq->max_sge) {
-				*bad = wr;
-				return -EINVAL;
-			}
-			recv_flush(qp, wr->wr_id);
-		}
-		return 0;
-	}
-	return eng_rq_post(qp->rq, wr, bad);
 }

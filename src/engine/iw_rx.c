@@ -21,7 +21,7 @@ void iw_rx_reset(struct iw_qp *qp)
 
 static bool takes_bytes(const struct iw_qp *qp)
 {
-	return qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD;
+	return qp->base.state == IBV_QPS_RTS || qp->base.state == IBV_QPS_SQD;
 }
 
 /* ---- error mappings for memory checks (siw_tagged_error and the RREQ source checks) ---- */
@@ -81,8 +81,9 @@ static int hdr_write(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 			return -IW_E_T_STAG;
 		if (to_wraps(h->to, len))
 			return -IW_E_T_TO_WRAP;
-		r->tdst = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, h->stag, true,
-					      h->to, len, IBV_ACCESS_REMOTE_WRITE, &err);
+		r->tdst = qp->base.env.mem_resolve(qp->base.env.ctx, qp->base.init.pd,
+						   qp->base.init.qpn, h->stag, true, h->to, len,
+						   IBV_ACCESS_REMOTE_WRITE, &err);
 		if (!r->tdst)
 			return tagged_err(err);
 	}
@@ -122,8 +123,9 @@ static int hdr_rresp(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 		return -IW_E_T_BOUNDS;
 	r->tdst = NULL;
 	if (len) {
-		r->tdst = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, sink_stag,
-					      false, h->to, len, IBV_ACCESS_LOCAL_WRITE, &err);
+		r->tdst = qp->base.env.mem_resolve(qp->base.env.ctx, qp->base.init.pd,
+						   qp->base.init.qpn, sink_stag, false, h->to, len,
+						   IBV_ACCESS_LOCAL_WRITE, &err);
 		if (!r->tdst) {
 			w->state = ENG_SWQE_ERROR;
 			w->status = IBV_WC_LOC_PROT_ERR;
@@ -150,7 +152,7 @@ static int hdr_send(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 		return -IW_E_MO;
 	if (!r->u_active) {
 		/* No RNR in iWARP: a Send without a receive kills the stream (siw). */
-		rw = eng_rq_peek(qp->rq);
+		rw = eng_rq_peek(qp->base.rq);
 		if (!rw)
 			return -IW_E_U_NO_BUF;
 		/* Copied out (an SRQ slot is free again at once): the SGEs it has, not all 16. */
@@ -161,7 +163,7 @@ static int hdr_send(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 			r->rwqe.sge[0] = rw->sge[0]; /* the common case, without a memcpy call */
 		else
 			memcpy(r->rwqe.sge, rw->sge, rw->num_sge * sizeof(rw->sge[0]));
-		eng_rq_pop(qp->rq);
+		eng_rq_pop(qp->base.rq);
 		r->u_active = true;
 		r->u_op = h->opcode;
 		r->u_msn = h->msn;
@@ -172,8 +174,8 @@ static int hdr_send(struct iw_qp *qp, const struct iw_hdr *h, uint32_t len)
 		iw_recv_complete(qp, IBV_WC_LOC_LEN_ERR, 0, false, 0, false);
 		return -IW_E_U_NO_BUF;
 	}
-	n = eng_sge_resolve_env(&qp->env, qp->init.pd, r->rwqe.sge, r->rwqe.num_sge, h->mo, len,
-				IBV_ACCESS_LOCAL_WRITE, r->piece);
+	n = eng_sge_resolve_env(&qp->base.env, qp->base.init.pd, r->rwqe.sge, r->rwqe.num_sge,
+				h->mo, len, IBV_ACCESS_LOCAL_WRITE, r->piece);
 	if (n < 0) {
 		iw_recv_complete(qp, IBV_WC_LOC_PROT_ERR, 0, false, 0, false);
 		return -IW_LE_DDP_CATASTROPHIC; /* siw: a bad receive SGE */
@@ -206,8 +208,9 @@ static int hdr_rreq(struct iw_qp *qp, const struct iw_hdr *h, const uint8_t *raw
 	if (q->size) {
 		if (to_wraps(q->src_to, q->size))
 			return -IW_E_RP_TO_WRAP;
-		if (!qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, q->src_stag, true,
-					 q->src_to, q->size, IBV_ACCESS_REMOTE_READ, &err))
+		if (!qp->base.env.mem_resolve(qp->base.env.ctx, qp->base.init.pd, qp->base.init.qpn,
+					      q->src_stag, true, q->src_to, q->size,
+					      IBV_ACCESS_REMOTE_READ, &err))
 			return rreq_err(err);
 	}
 	r->rreq.rreq = *q;
@@ -351,8 +354,8 @@ static int on_term(struct iw_qp *qp)
 	qp->have_term_rcvd = true;
 	/* The peer stopped at the message it names: the oldest started WR is the closest to
 	 * it and cannot succeed any more; the rest is flushed. */
-	if (qp->sq_head != qp->sq_next) {
-		struct eng_swqe *w = iw_swqe_at(qp, qp->sq_head);
+	if (qp->base.sq_head != qp->sq_next) {
+		struct eng_swqe *w = iw_swqe_at(qp, qp->base.sq_head);
 
 		if (w->state == ENG_SWQE_ACTIVE) {
 			w->state = ENG_SWQE_ERROR;
@@ -374,9 +377,10 @@ static int send_end(struct iw_qp *qp, uint8_t op, const struct iw_rx_ev *ev)
 	IW_INC(qp, rx_sends);
 	if (oi->inval) {
 		/* RFC 5040 5.3 Send with Invalidate: before the receive completes. */
-		int e = qp->env.mem_invalidate ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd,
-									qp->init.qpn, inv, true)
-					       : -EINVAL;
+		int e = qp->base.env.mem_invalidate
+			    ? qp->base.env.mem_invalidate(qp->base.env.ctx, qp->base.init.pd,
+							  qp->base.init.qpn, inv, true)
+			    : -EINVAL;
 		if (e) {
 			iw_recv_complete(qp, IBV_WC_REM_INV_REQ_ERR, r->u_mo, false, 0, false);
 			return iw_fatal(qp,

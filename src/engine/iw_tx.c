@@ -124,9 +124,9 @@ static bool sq_startable(const struct iw_qp *qp)
 	const struct eng_swqe *w;
 	uint32_t orq_n = qp->orq_tail - qp->orq_head + (qp->rtr_read ? 1 : 0);
 
-	if (qp->state != IBV_QPS_RTS || qp->sq_next == qp->sq_tail)
+	if (qp->base.state != IBV_QPS_RTS || qp->sq_next == qp->base.sq_tail)
 		return false;
-	w = &qp->sq[qp->sq_next & qp->sq_mask];
+	w = &qp->base.sq[qp->sq_next & qp->base.sq_mask];
 	/* IBV_SEND_FENCE: wait for every earlier READ (verbs fence semantics, siw). */
 	if (w->fence && orq_n)
 		return false;
@@ -151,8 +151,8 @@ static bool tx_idle(const struct iw_qp *qp)
 {
 	const struct iw_txs *t = &qp->tx;
 
-	return t->head == t->tail && !t->active && qp->sq_next == qp->sq_tail &&
-	       t->irq_next == qp->irq_tail && !t->nudge_pending && qp->state == IBV_QPS_RTS;
+	return t->head == t->tail && !t->active && qp->sq_next == qp->base.sq_tail &&
+	       t->irq_next == qp->irq_tail && !t->nudge_pending && qp->base.state == IBV_QPS_RTS;
 }
 
 bool iw_qp_tx_idle(const struct iw_qp *qp)
@@ -168,9 +168,9 @@ bool iw_tx_ready(const struct iw_qp *qp)
 		return false;
 	if (qp->tx.head != qp->tx.tail)
 		return true;
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return qp->tx.term_pending || qp->sq_flush_pending;
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD)
 		return false;
 	return qp->tx.active || message_due(qp);
 }
@@ -313,7 +313,7 @@ static bool start_message(struct iw_qp *qp)
 
 int iw_qp_nudge(struct iw_qp *qp)
 {
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD)
 		return -EINVAL;
 	if (iw_tx_busy(qp) || qp->tx.irq_next != qp->irq_tail || sq_startable(qp))
 		return -EBUSY;
@@ -353,7 +353,7 @@ static int resolve(struct iw_qp *qp, uint32_t off, uint32_t n, struct eng_iov *p
 			pc[0].len = n;
 			return 1;
 		}
-		k = eng_sge_resolve_env(&qp->env, qp->init.pd, w->sge, w->num_sge, off, n,
+		k = eng_sge_resolve_env(&qp->base.env, qp->base.init.pd, w->sge, w->num_sge, off, n,
 					ENG_ACCESS_LOCAL_READ, pc);
 		if (k < 0) {
 			/* A local key error: the WR fails, the stream is terminated (the peer may
@@ -368,9 +368,9 @@ static int resolve(struct iw_qp *qp, uint32_t off, uint32_t n, struct eng_iov *p
 	if (t->src == IW_TX_RRESP) {
 		struct iw_irqe *e = iw_irq_at(qp, t->msg);
 		int err = 0;
-		void *p = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn,
-					      e->rreq.src_stag, true, e->rreq.src_to + off, n,
-					      IBV_ACCESS_REMOTE_READ, &err);
+		void *p = qp->base.env.mem_resolve(
+		    qp->base.env.ctx, qp->base.init.pd, qp->base.init.qpn, e->rreq.src_stag, true,
+		    e->rreq.src_to + off, n, IBV_ACCESS_REMOTE_READ, &err);
 		if (!p) {
 			/* Checked when the request came in; the MR changed since (siw checks
 			 * here only). */
@@ -495,7 +495,7 @@ static bool prepare(struct iw_qp *qp)
 
 	if (t->finished)
 		return false;
-	if (qp->state == IBV_QPS_ERR) {
+	if (qp->base.state == IBV_QPS_ERR) {
 		/* Only a half-sent FPDU (iw_tx_keep_half) or the Terminate is left. */
 		if (t->head != t->tail)
 			return true;
@@ -508,7 +508,7 @@ static bool prepare(struct iw_qp *qp)
 		t->finished = true;
 		return false;
 	}
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD)
 		return t->head != t->tail;
 	while (t->queued < IW_TX_BATCH_BYTES && frame_room(qp)) {
 		if (!t->active && !start_message(qp))
@@ -606,7 +606,7 @@ static void fpdu_done(struct iw_qp *qp)
 		t->finished = true;
 		return;
 	}
-	if (qp->state == IBV_QPS_ERR) {
+	if (qp->base.state == IBV_QPS_ERR) {
 		/* The half-sent FPDU is whole now: drop its message, flush, Terminate next. */
 		if (qp->sq_flush_pending)
 			iw_sq_flush(qp);
@@ -652,8 +652,8 @@ bool iw_qp_tx_finished(const struct iw_qp *qp)
  * empty queue: no READ outstanding, the MPA RTR Read included), one WR, room for one. */
 static bool goes_direct(const struct iw_qp *qp, const struct ibv_send_wr *wr)
 {
-	return tx_idle(qp) && !wr->next && qp->sq_head == qp->sq_tail && !qp->rtr_read &&
-	       qp->sq_max > 0;
+	return tx_idle(qp) && !wr->next && qp->base.sq_head == qp->base.sq_tail && !qp->rtr_read &&
+	       qp->base.sq_max > 0;
 }
 
 const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t *len)
@@ -670,7 +670,7 @@ const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, si
 
 	if (!goes_direct(qp, wr))
 		return NULL;
-	op = eng_swqe_check(wr, qp->init.max_send_sge, qp->init.max_inline, &total);
+	op = eng_swqe_check(wr, qp->base.init.max_send_sge, qp->base.init.max_inline, &total);
 	if (op != ENG_OP_SEND && op != ENG_OP_SEND_INV && op != ENG_OP_WRITE)
 		return NULL;
 	/* One FPDU (RFC 5041 5: the header and the payload within the MULPDU). */
@@ -687,8 +687,8 @@ const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, si
 			sge[i].length = wr->sg_list[i].length;
 			sge[i].lkey = wr->sg_list[i].lkey;
 		}
-		k = eng_sge_resolve_env(&qp->env, qp->init.pd, sge, (uint32_t)wr->num_sge, 0,
-					(uint32_t)total, ENG_ACCESS_LOCAL_READ, pc);
+		k = eng_sge_resolve_env(&qp->base.env, qp->base.init.pd, sge, (uint32_t)wr->num_sge,
+					0, (uint32_t)total, ENG_ACCESS_LOCAL_READ, pc);
 		if (k < 0)
 			return NULL;
 	}
@@ -739,7 +739,7 @@ const uint8_t *iw_qp_post_one(struct iw_qp *qp, const struct ibv_send_wr *wr, si
 void iw_qp_one_sent(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t sent)
 {
 	struct iw_txs *t = &qp->tx;
-	uint32_t idx = qp->sq_tail;
+	uint32_t idx = qp->base.sq_tail;
 	struct eng_swqe *w;
 	struct iw_txf *f;
 
@@ -748,17 +748,17 @@ void iw_qp_one_sent(struct iw_qp *qp, const struct ibv_send_wr *wr, size_t sent)
 	if (sent >= t->one_len) {
 		IW_INC(qp, tx_fpdus);
 		IW_ADD(qp, tx_payload_bytes, t->one_pay);
-		if (qp->init.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+		if (qp->base.init.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
 			iw_send_complete(qp, wr->wr_id, t->one_op, t->one_pay, IBV_WC_SUCCESS);
 		return;
 	}
 	/* The rest goes the ordinary way: a started send queue entry whose one FPDU, framed and
 	 * partly sent, is the buffer (the rings were empty: there is room). */
 	w = iw_swqe_at(qp, idx);
-	eng_swqe_fill(w, wr, t->one_op, t->one_pay, qp->init.sq_sig_all);
+	eng_swqe_fill(w, wr, t->one_op, t->one_pay, qp->base.init.sq_sig_all);
 	w->state = ENG_SWQE_ACTIVE;
-	qp->sq_tail++;
-	qp->sq_next = qp->sq_tail;
+	qp->base.sq_tail++;
+	qp->sq_next = qp->base.sq_tail;
 	f = txf_at(t, t->tail);
 	f->hdr_len = 0;
 	f->trl_len = 0;

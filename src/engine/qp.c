@@ -160,73 +160,22 @@ enum ibv_wc_status eng_nak_status(uint8_t syndrome)
 
 /* ---- helpers shared by the roles (WQE and SGE helpers: wqe.c) ---- */
 
-void eng_qp_complete(struct eng_qp *qp, struct eng_cq *cq, struct ibv_wc *wc, bool solicited)
-{
-	wc->qp_num = qp->init.qpn;
-	(void)eng_cq_push(cq, wc, solicited);
-}
-
-void eng_qp_event(struct eng_qp *qp, enum ibv_event_type ev)
-{
-	if (qp->env.event)
-		qp->env.event(qp->env.ctx, qp, ev);
-}
-
-static void flush_send_wqe(struct eng_qp *qp, const struct eng_swqe *w)
-{
-	struct ibv_wc wc = {0};
-
-	/* Error completions are reported whether or not the WR was signaled (IBA 10.8.3). */
-	wc.wr_id = w->wr_id;
-	wc.status = IBV_WC_WR_FLUSH_ERR;
-	wc.opcode = eng_ops[w->op].wc_opcode;
-	eng_qp_complete(qp, qp->init.send_cq, &wc, false);
-}
-
-static void flush_recv(struct eng_qp *qp, uint64_t wr_id)
-{
-	struct ibv_wc wc = {0};
-
-	wc.wr_id = wr_id;
-	wc.status = IBV_WC_WR_FLUSH_ERR;
-	wc.opcode = IBV_WC_RECV;
-	eng_qp_complete(qp, qp->init.recv_cq, &wc, false);
-}
-
-/* IBA 10.3.1 / spec 8: in ERR every outstanding WR completes with WR_FLUSH_ERR, in order. */
-static void flush_all(struct eng_qp *qp)
-{
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
-		flush_send_wqe(qp, eng_swqe_at(qp, i));
-	qp->sq_head = qp->sq_tail;
-	qp->req.idx = qp->sq_tail;
-	qp->req.offset = 0;
-	qp->req.rd_out = 0;
-	eng_resp_flush_held(qp, IBV_WC_WR_FLUSH_ERR);
-	if (!qp->init.srq && qp->rq) {
-		const struct eng_rwqe *r;
-
-		while ((r = eng_rq_peek(qp->rq)) != NULL) {
-			flush_recv(qp, r->wr_id);
-			eng_rq_pop(qp->rq);
-		}
-	}
-}
-
 void eng_qp_to_err(struct eng_qp *qp, enum ibv_event_type ev, bool raise)
 {
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->base.state == IBV_QPS_ERR)
 		return;
-	qp->state = IBV_QPS_ERR;
+	qp->base.state = IBV_QPS_ERR;
 	qp->comp.ack_deadline = UINT64_MAX;
 	qp->comp.rnr_deadline = UINT64_MAX;
 	eng_resp_drop_data(qp);
-	flush_all(qp);
-	if (raise)
-		eng_qp_event(qp, ev);
-	/* IBA 11.6.3.1: an SRQ-attached QP in ERR reports its last WQE. */
-	if (qp->init.srq)
-		eng_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+	/* IBA 10.3.1 / spec 8: every outstanding WR completes with WR_FLUSH_ERR, in order: the
+	 * send queue (as rxe, each WQE alike), the receive in progress, the receive queue. */
+	eng_base_flush_sq(&qp->base, false);
+	qp->req.idx = qp->base.sq_tail;
+	qp->req.offset = 0;
+	qp->req.rd_out = 0;
+	eng_resp_flush_held(qp, IBV_WC_WR_FLUSH_ERR);
+	eng_base_err_flush(&qp->base, ev, raise);
 }
 
 /* ---- congestion control of the responder's data ---- */
@@ -267,7 +216,7 @@ static void resp_sent(struct eng_qp *qp, const struct roce_pkt *out, uint64_t no
 
 static bool output_due(struct eng_qp *qp)
 {
-	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+	if (qp->base.state == IBV_QPS_RESET || qp->base.state == IBV_QPS_INIT)
 		return false;
 	return eng_resp_pending(qp) || eng_req_ready(qp);
 }
@@ -277,13 +226,13 @@ static void kick(struct eng_qp *qp, uint64_t old_deadline)
 	uint64_t d = eng_qp_deadline(qp);
 	bool earlier = d < old_deadline;
 
-	if (qp->env.deadline) {
+	if (qp->base.env.deadline) {
 		if (d != old_deadline)
-			qp->env.deadline(qp->env.ctx, qp);
+			qp->base.env.deadline(qp->base.env.ctx, &qp->base);
 		earlier = false; /* the caller filed the timer: a wake-up is for output only */
 	}
-	if (qp->env.wake && (earlier || output_due(qp)))
-		qp->env.wake(qp->env.ctx, qp);
+	if (qp->base.env.wake && (earlier || output_due(qp)))
+		qp->base.env.wake(qp->base.env.ctx, &qp->base);
 }
 
 /* ---- create / destroy / attributes ---- */
@@ -367,18 +316,14 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->init = *init;
-	qp->env = *env;
-	err = eng_queues_init(init, &qp->sq, &qp->sq_mask, &qp->own_rq, &qp->rq);
+	err = eng_base_init(&qp->base, init, env, false);
 	if (err)
 		goto free_qp;
-	qp->sq_max = init->max_send_wr;
 	err = resp_mem_fit(qp, 0);
 	if (err)
 		goto free_queues;
 	qp->attr.pmtu = 256; /* IBA: a QP starts at the minimum MTU until INIT->RTR */
 	qp->attr.pkey = ROCE_DEFAULT_PKEY;
-	qp->state = IBV_QPS_RESET;
 	eng_req_reset(qp);
 	eng_comp_reset(qp);
 	eng_resp_reset(qp);
@@ -386,7 +331,7 @@ int eng_qp_create(const struct eng_qp_init *init, const struct eng_env *env, str
 	return 0;
 
 free_queues:
-	eng_queues_fini(init, qp->sq, &qp->own_rq);
+	eng_base_fini(&qp->base);
 free_qp:
 	free(qp);
 	return err;
@@ -396,7 +341,7 @@ void eng_qp_destroy(struct eng_qp *qp)
 {
 	if (!qp)
 		return;
-	eng_queues_fini(&qp->init, qp->sq, &qp->own_rq);
+	eng_base_fini(&qp->base);
 	free(qp->res);
 	free(qp->respq);
 	if (qp->cc)
@@ -433,7 +378,7 @@ void eng_qp_cnp(struct eng_qp *qp, uint64_t now_ns)
 
 int eng_qp_set_sr(struct eng_qp *qp, bool on)
 {
-	if (qp->init.type != IBV_QPT_RC)
+	if (qp->base.init.type != IBV_QPT_RC)
 		return -EINVAL;
 	if (on == (qp->sr != NULL))
 		return 0;
@@ -463,12 +408,12 @@ uint64_t eng_qp_cc_rate(const struct eng_qp *qp)
 
 void *eng_qp_user(const struct eng_qp *qp)
 {
-	return qp->init.user;
+	return qp->base.init.user;
 }
 
 uint32_t eng_qp_num(const struct eng_qp *qp)
 {
-	return qp->init.qpn;
+	return qp->base.init.qpn;
 }
 
 uint32_t eng_qp_dest_num(const struct eng_qp *qp)
@@ -483,7 +428,7 @@ bool eng_qp_awaits_response(const struct eng_qp *qp)
 
 enum ibv_qp_state eng_qp_state(const struct eng_qp *qp)
 {
-	return qp->state;
+	return qp->base.state;
 }
 
 const uint64_t *eng_qp_counters(const struct eng_qp *qp)
@@ -529,47 +474,39 @@ int eng_qp_set_attr(struct eng_qp *qp, const struct eng_qp_attr *attr)
 
 static void check_drained(struct eng_qp *qp)
 {
-	if (qp->state != IBV_QPS_SQD || qp->req.drained)
+	if (!eng_base_draining(&qp->base))
 		return;
 	/* Drained: nothing started is left unretired (IBA 10.3.1 SQD). */
-	if (qp->sq_head != qp->req.idx || qp->req.offset != 0)
+	if (qp->base.sq_head != qp->req.idx || qp->req.offset != 0)
 		return;
-	if (qp->req.idx != qp->sq_tail && eng_swqe_at(qp, qp->req.idx)->state != ENG_SWQE_POSTED)
+	if (qp->req.idx != qp->base.sq_tail &&
+	    eng_swqe_at(qp, qp->req.idx)->state != ENG_SWQE_POSTED)
 		return;
-	qp->req.drained = true;
-	eng_qp_event(qp, IBV_EVENT_SQ_DRAINED);
+	eng_base_drained(&qp->base);
 }
 
 void eng_qp_set_state(struct eng_qp *qp, enum ibv_qp_state state, uint64_t now_ns)
 {
 	uint64_t old = eng_qp_deadline(qp);
-	enum ibv_qp_state from = qp->state;
+	enum ibv_qp_state from = qp->base.state;
 
 	(void)now_ns;
 	switch (state) {
 	case IBV_QPS_RESET:
-		/* IBA 10.3.1: RESET empties the queues without completions; the CQs give back
-		 * those not yet polled (eng_cq_clean). */
-		qp->state = IBV_QPS_RESET;
-		qp->sq_head = qp->sq_tail = 0;
-		if (!qp->init.srq && qp->rq)
-			eng_rq_clear(qp->rq);
-		eng_cq_clean(qp->init.send_cq, qp->init.qpn);
-		if (qp->init.recv_cq != qp->init.send_cq)
-			eng_cq_clean(qp->init.recv_cq, qp->init.qpn);
+		eng_base_reset(&qp->base);
 		eng_req_reset(qp);
 		eng_comp_reset(qp);
 		eng_resp_reset(qp);
 		break;
 	case IBV_QPS_INIT:
-		qp->state = IBV_QPS_INIT;
+		qp->base.state = IBV_QPS_INIT;
 		break;
 	case IBV_QPS_RTR:
 		if (from != IBV_QPS_RTR) {
 			eng_resp_reset(qp);
 			qp->resp.psn = qp->attr.rq_psn;
 		}
-		qp->state = IBV_QPS_RTR;
+		qp->base.state = IBV_QPS_RTR;
 		break;
 	case IBV_QPS_RTS:
 		if (from == IBV_QPS_RTR || from == IBV_QPS_INIT || from == IBV_QPS_RESET) {
@@ -579,15 +516,15 @@ void eng_qp_set_state(struct eng_qp *qp, enum ibv_qp_state state, uint64_t now_n
 			qp->req.psn_hi = qp->attr.sq_psn;
 			qp->comp.psn = qp->attr.sq_psn;
 		}
-		qp->state = IBV_QPS_RTS;
+		qp->base.state = IBV_QPS_RTS;
 		break;
 	case IBV_QPS_SQD:
-		qp->state = IBV_QPS_SQD;
-		qp->req.drained = false;
+		qp->base.state = IBV_QPS_SQD;
+		qp->base.drained = false;
 		check_drained(qp);
 		break;
 	case IBV_QPS_SQE:
-		qp->state = IBV_QPS_SQE;
+		qp->base.state = IBV_QPS_SQE;
 		break;
 	case IBV_QPS_ERR:
 		eng_qp_to_err(qp, 0, false);
@@ -607,38 +544,36 @@ int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 	int err = 0;
 
 	(void)now_ns;
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_ERR) {
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD &&
+	    qp->base.state != IBV_QPS_ERR) {
 		*bad = wr;
 		return -EINVAL;
 	}
 	for (; wr; wr = wr->next) {
 		uint64_t len = 0;
-		int op = eng_swqe_check(wr, qp->init.max_send_sge, qp->init.max_inline, &len);
+		int op =
+		    eng_swqe_check(wr, qp->base.init.max_send_sge, qp->base.init.max_inline, &len);
 
-		if (op < 0 || !eng_op_valid(&eng_ops[op], qp->init.type) ||
-		    (qp->init.type == IBV_QPT_UD && !wr->wr.ud.ah)) {
+		if (op < 0 || !eng_op_valid(&eng_ops[op], qp->base.init.type) ||
+		    (qp->base.init.type == IBV_QPT_UD && !wr->wr.ud.ah)) {
 			/* The opcode table says what each transport has (spec 3: UC SEND and
 			 * WRITE, UD SEND only); UD needs an address handle. */
 			err = -EINVAL;
 			break;
 		}
-		if (qp->sq_tail - qp->sq_head >= qp->sq_max) {
+		if (qp->base.sq_tail - qp->base.sq_head >= qp->base.sq_max) {
 			err = -ENOMEM;
 			break;
 		}
-		if (qp->state == IBV_QPS_ERR) {
+		if (qp->base.state == IBV_QPS_ERR) {
 			/* Spec 8: WRs posted in ERR complete at once with WR_FLUSH_ERR. */
-			struct eng_swqe tmp;
-
-			tmp.wr_id = wr->wr_id;
-			tmp.op = (uint8_t)op;
-			flush_send_wqe(qp, &tmp);
+			eng_base_flush_wr(&qp->base, wr->wr_id, op);
 			continue;
 		}
-		struct eng_swqe *w = eng_swqe_at(qp, qp->sq_tail);
+		struct eng_swqe *w = eng_swqe_at(qp, qp->base.sq_tail);
 
-		eng_swqe_fill(w, wr, op, (uint32_t)len, qp->init.sq_sig_all);
-		if (qp->init.type == IBV_QPT_UD) {
+		eng_swqe_fill(w, wr, op, (uint32_t)len, qp->base.init.sq_sig_all);
+		if (qp->base.init.type == IBV_QPT_UD) {
 			/* The destination is copied now: the WR's ibv_ah may go after the post. A
 			 * controlled Q_Key (bit 31) means the QP's own (IBA ch. 10; rxe sends the
 			 * WR's value as it is). */
@@ -651,36 +586,14 @@ int eng_qp_post_send(struct eng_qp *qp, const struct ibv_send_wr *wr,
 		}
 		/* XRC: the SRQ at the target, per message (ibv_post_send(3)); sent in the XRCETH
 		 * of every packet of it, and checked by the target. */
-		w->xrc_srqn =
-		    qp->init.type == IBV_QPT_XRC_SEND ? wr->qp_type.xrc.remote_srqn & PSN_MASK : 0;
-		qp->sq_tail++;
+		w->xrc_srqn = qp->base.init.type == IBV_QPT_XRC_SEND
+				  ? wr->qp_type.xrc.remote_srqn & PSN_MASK
+				  : 0;
+		qp->base.sq_tail++;
 	}
 	if (err)
 		*bad = wr;
 	kick(qp, old);
-	return err;
-}
-
-int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
-		     const struct ibv_recv_wr **bad)
-{
-	int err;
-
-	if (qp->init.srq || !qp->rq || qp->state == IBV_QPS_RESET) {
-		*bad = wr;
-		return -EINVAL; /* SRQ, or XRC: no receive queue of its own */
-	}
-	if (qp->state == IBV_QPS_ERR) {
-		for (; wr; wr = wr->next) {
-			if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->rq->max_sge) {
-				*bad = wr;
-				return -EINVAL;
-			}
-			flush_recv(qp, wr->wr_id);
-		}
-		return 0;
-	}
-	err = eng_rq_post(qp->rq, wr, bad);
 	return err;
 }
 
@@ -689,8 +602,8 @@ int eng_qp_post_recv(struct eng_qp *qp, const struct ibv_recv_wr *wr,
 static bool receives_requests(const struct eng_qp *qp)
 {
 	/* Spec 8: RTR and later receive requests; RESET, INIT and ERR drop them. */
-	return qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
-	       qp->state == IBV_QPS_SQE;
+	return qp->base.state == IBV_QPS_RTR || qp->base.state == IBV_QPS_RTS ||
+	       qp->base.state == IBV_QPS_SQD || qp->base.state == IBV_QPS_SQE;
 }
 
 /* The BTH transport of a QP type's packets (opcode bits 7..5). */
@@ -719,7 +632,7 @@ void eng_qp_input_net(struct eng_qp *qp, const struct roce_pkt *pkt, const uint8
 {
 	uint64_t old = eng_qp_deadline(qp);
 	const struct roce_opinfo *oi = roce_opinfo(pkt->bth.opcode);
-	enum ibv_qp_type type = qp->init.type;
+	enum ibv_qp_type type = qp->base.init.type;
 	uint8_t transport = qp_transport(type);
 	bool request;
 
@@ -764,8 +677,8 @@ void eng_qp_input_net(struct eng_qp *qp, const struct roce_pkt *pkt, const uint8
 	case ROCE_KIND_ACK:
 	case ROCE_KIND_SACK:
 	case ROCE_KIND_ATOMIC_ACK:
-		if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
-		    qp->state != IBV_QPS_SQE) {
+		if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD &&
+		    qp->base.state != IBV_QPS_SQE) {
 			ENG_INC(qp, drop_bad_state);
 			return;
 		}
@@ -793,13 +706,13 @@ int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out,
 
 	if (ah)
 		*ah = 0;
-	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+	if (qp->base.state == IBV_QPS_RESET || qp->base.state == IBV_QPS_INIT)
 		return 0;
 	if (buf_cap < qp->attr.pmtu)
 		return -EINVAL;
 	/* Nothing to send (most calls: the core asks each QP it woke until it has nothing):
 	 * the answer without building a packet or looking at the deadline twice. */
-	bool req_state = qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD;
+	bool req_state = qp->base.state == IBV_QPS_RTS || qp->base.state == IBV_QPS_SQD;
 	if (!eng_resp_pending(qp) && !(req_state && eng_req_ready(qp))) {
 		check_drained(qp);
 		return 0;
@@ -821,8 +734,8 @@ int eng_qp_output_dest(struct eng_qp *qp, uint64_t now_ns, struct roce_pkt *out,
 			*ah = dest;
 	}
 	/* A request sent starts the ACK timer; a local operation that failed stops it. */
-	if (qp->env.deadline && eng_qp_deadline(qp) != old)
-		qp->env.deadline(qp->env.ctx, qp);
+	if (qp->base.env.deadline && eng_qp_deadline(qp) != old)
+		qp->base.env.deadline(qp->base.env.ctx, &qp->base);
 	return n > 0 ? 1 : 0;
 }
 
@@ -851,7 +764,7 @@ uint64_t eng_qp_deadline(const struct eng_qp *qp)
 {
 	uint64_t d = qp->comp.ack_deadline;
 
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD)
 		return UINT64_MAX;
 	if (qp->comp.rnr_deadline < d)
 		d = qp->comp.rnr_deadline;
@@ -862,7 +775,7 @@ void eng_qp_timer(struct eng_qp *qp, uint64_t now_ns)
 {
 	uint64_t old = eng_qp_deadline(qp);
 
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD)
 		return;
 	if (qp->cc) {
 		uint64_t cuts = qp->cc->ops->cuts(qp->cc);

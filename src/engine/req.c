@@ -13,7 +13,7 @@ void eng_req_reset(struct eng_qp *qp)
 
 	memset(&qp->req, 0, sizeof(qp->req));
 	qp->req.ord = ord;
-	qp->req.idx = qp->sq_head;
+	qp->req.idx = qp->base.sq_head;
 }
 
 static bool is_imm_op(uint8_t op)
@@ -30,9 +30,10 @@ static bool may_send(struct eng_qp *qp, const struct eng_swqe *w)
 	if (info->local) {
 		/* No PSN to wait for. Fenced: every earlier WQE completed first (rxe's fence,
 		 * which a local operation gets as IBA 10.8.3.3 asks of Local Invalidate). */
-		if (qp->state == IBV_QPS_SQD && w->state == ENG_SWQE_POSTED)
+		if (qp->base.state == IBV_QPS_SQD && w->state == ENG_SWQE_POSTED)
 			return false;
-		return !(w->fence && w->state == ENG_SWQE_POSTED && qp->sq_head != qp->req.idx);
+		return !(w->fence && w->state == ENG_SWQE_POSTED &&
+			 qp->base.sq_head != qp->req.idx);
 	}
 	/* UC and UD have no acknowledgements to wait for. */
 	if (eng_qp_reliable(qp) &&
@@ -40,7 +41,7 @@ static bool may_send(struct eng_qp *qp, const struct eng_swqe *w)
 		return false;
 	if (qp->req.offset != 0 && !info->rd_atomic)
 		return true; /* mid-message: always finish what was started */
-	if (qp->state == IBV_QPS_SQD && w->state == ENG_SWQE_POSTED)
+	if (qp->base.state == IBV_QPS_SQD && w->state == ENG_SWQE_POSTED)
 		return false;
 	/* IBV_SEND_FENCE: wait for every earlier READ / ATOMIC to complete. */
 	if (w->fence && qp->req.rd_out > 0)
@@ -63,9 +64,9 @@ static bool pass_ready(struct eng_qp *qp)
 {
 	const struct eng_swqe *w;
 
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+	if (qp->base.state != IBV_QPS_RTS && qp->base.state != IBV_QPS_SQD)
 		return false;
-	if (qp->comp.rnr_deadline != UINT64_MAX || qp->req.idx == qp->sq_tail)
+	if (qp->comp.rnr_deadline != UINT64_MAX || qp->req.idx == qp->base.sq_tail)
 		return false;
 	w = eng_swqe_at(qp, qp->req.idx);
 	if (w->state == ENG_SWQE_ERROR)
@@ -75,7 +76,7 @@ static bool pass_ready(struct eng_qp *qp)
 
 bool eng_req_ready(struct eng_qp *qp)
 {
-	if (qp->sr && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
+	if (qp->sr && (qp->base.state == IBV_QPS_RTS || qp->base.state == IBV_QPS_SQD) &&
 	    qp->comp.rnr_deadline == UINT64_MAX && sr_hole(qp))
 		return true;
 	return pass_ready(qp);
@@ -95,7 +96,7 @@ static void fill_bth(struct eng_qp *qp, const struct eng_swqe *w, struct roce_pk
 {
 	out->bth.opcode = opcode;
 	out->bth.pkey = qp->attr.pkey;
-	out->bth.dqpn = qp->init.type == IBV_QPT_UD ? w->ud_qpn : qp->attr.dest_qpn;
+	out->bth.dqpn = qp->base.init.type == IBV_QPT_UD ? w->ud_qpn : qp->attr.dest_qpn;
 	out->bth.psn = qp->req.psn;
 	/* XRC: the target's SRQ, in every request packet (IBA 9.2, XRCETH). */
 	out->xrc_srqn = w->xrc_srqn;
@@ -190,11 +191,11 @@ static int build_data(struct eng_qp *qp, struct eng_swqe *w, struct roce_pkt *ou
 		w->last_psn = psn_add(qp->req.psn, eng_npkts(w->length, pmtu) - 1);
 		w->state = ENG_SWQE_ACTIVE;
 	}
-	fill_bth(qp, w, out, eng_op_opcode(info, qp->init.type, pi), last);
-	if (qp->init.type == IBV_QPT_UD) {
+	fill_bth(qp, w, out, eng_op_opcode(info, qp->base.init.type, pi), last);
+	if (qp->base.init.type == IBV_QPT_UD) {
 		/* DETH (spec 2.7): the Q_Key chosen at post, and our QPN as the source. */
 		out->deth.qkey = w->ud_qkey;
-		out->deth.src_qpn = qp->init.qpn;
+		out->deth.src_qpn = qp->base.init.qpn;
 	}
 	/* Spec 3: SE only on the last packet of a SEND or WRITE with immediate. */
 	if (last && w->solicited && info->rwr)
@@ -240,7 +241,7 @@ static int build_rd_atomic(struct eng_qp *qp, struct eng_swqe *w, struct roce_pk
 			w->last_psn = w->first_psn;
 		w->state = ENG_SWQE_ACTIVE;
 	}
-	fill_bth(qp, w, out, eng_op_opcode(info, qp->init.type, ENG_PI_ONLY), true);
+	fill_bth(qp, w, out, eng_op_opcode(info, qp->base.init.type, ENG_PI_ONLY), true);
 	if (w->op == ENG_OP_READ) {
 		/* A partly answered READ asks again for the rest only, from the PSN of the first
 		 * missing response (spec 5.5, 5.6). */
@@ -271,13 +272,14 @@ static void run_local(struct eng_qp *qp, struct eng_swqe *w)
 
 	ENG_INC(qp, local_ops);
 	if (w->op == ENG_OP_BIND_MW)
-		err = qp->env.mw_bind
-			  ? qp->env.mw_bind(qp->env.ctx, qp->init.pd, qp->init.qpn, &w->bind)
+		err = qp->base.env.mw_bind
+			  ? qp->base.env.mw_bind(qp->base.env.ctx, qp->base.init.pd,
+						 qp->base.init.qpn, &w->bind)
 			  : -EINVAL;
 	else
-		err = qp->env.mem_invalidate
-			  ? qp->env.mem_invalidate(qp->env.ctx, qp->init.pd, qp->init.qpn,
-						   w->inv_rkey, false)
+		err = qp->base.env.mem_invalidate
+			  ? qp->base.env.mem_invalidate(qp->base.env.ctx, qp->base.init.pd,
+							qp->base.init.qpn, w->inv_rkey, false)
 			  : -EINVAL;
 	if (err) {
 		ENG_INC(qp, local_op_errors);
@@ -365,11 +367,11 @@ static int req_next(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8
 				qp->req.idx++; /* run already: a go-back-N pass steps over it */
 			continue;
 		}
-		if (qp->init.type != IBV_QPT_UD || w->length <= qp->attr.pmtu)
+		if (qp->base.init.type != IBV_QPT_UD || w->length <= qp->attr.pmtu)
 			break;
 		skip_ud_too_long(qp, w);
 	}
-	if (qp->init.type == IBV_QPT_UD)
+	if (qp->base.init.type == IBV_QPT_UD)
 		*ah = w->ah;
 	if (eng_ops[w->op].rd_atomic) {
 		if (qp->req.ord == 0) {
@@ -410,12 +412,12 @@ void eng_req_rewind(struct eng_qp *qp)
 	if (qp->sr)
 		eng_sr_rewound(qp);
 
-	qp->req.idx = qp->sq_head;
+	qp->req.idx = qp->base.sq_head;
 	qp->req.psn = qp->comp.psn;
 	qp->req.offset = 0;
 	qp->req.rd_out = 0;
 	qp->req.noack = 0;
-	if (qp->req.idx == qp->sq_tail)
+	if (qp->req.idx == qp->base.sq_tail)
 		return;
 	w = eng_swqe_at(qp, qp->req.idx);
 	if (w->state != ENG_SWQE_ACTIVE)

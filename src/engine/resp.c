@@ -55,7 +55,7 @@ struct rside {
 
 static bool is_xrc_tgt(const struct eng_qp *qp)
 {
-	return qp->init.type == IBV_QPT_XRC_RECV;
+	return qp->base.init.type == IBV_QPT_XRC_RECV;
 }
 
 /* Fills *rs for a request naming XRC SRQ `srqn` (ignored but on XRC target QPs). Returns false
@@ -66,13 +66,13 @@ static bool rside_of(const struct eng_qp *qp, uint32_t srqn, struct rside *rs)
 	struct eng_rq *rq;
 
 	if (!is_xrc_tgt(qp)) {
-		rs->rq = qp->rq;
-		rs->cq = qp->init.recv_cq;
-		rs->pd = qp->init.pd;
+		rs->rq = qp->base.rq;
+		rs->cq = qp->base.init.recv_cq;
+		rs->pd = qp->base.init.pd;
 		return true;
 	}
-	rq = qp->env.xsrq_lookup ? qp->env.xsrq_lookup(qp->env.ctx, srqn) : NULL;
-	if (!rq || !rq->xrcd || rq->xrcd != qp->init.xrcd || !rq->cq)
+	rq = qp->base.env.xsrq_lookup ? qp->base.env.xsrq_lookup(qp->base.env.ctx, srqn) : NULL;
+	if (!rq || !rq->xrcd || rq->xrcd != qp->base.init.xrcd || !rq->cq)
 		return false;
 	rs->rq = rq;
 	rs->cq = rq->cq;
@@ -101,7 +101,7 @@ void eng_resp_flush_held(struct eng_qp *qp, enum ibv_wc_status status)
 	wc.status = status;
 	wc.opcode = IBV_WC_RECV;
 	wc.src_qp = qp->attr.dest_qpn;
-	eng_qp_complete(qp, rs.cq, &wc, false);
+	eng_base_complete(&qp->base, rs.cq, &wc, false);
 }
 
 /* ---- the output queue ---- */
@@ -204,7 +204,7 @@ static void take_wqe_from(struct eng_qp *qp, struct eng_rq *rq, uint32_t srqn)
 
 static void take_wqe(struct eng_qp *qp)
 {
-	take_wqe_from(qp, qp->rq, 0);
+	take_wqe_from(qp, qp->base.rq, 0);
 }
 
 /* ---- duplicates (spec 5.6, IBA 9.7.5.1.3) ---- */
@@ -248,8 +248,9 @@ static void duplicate(struct eng_qp *qp, const struct roce_opinfo *oi, const str
 		r = find_res(qp, ENG_RES_READ, psn);
 		if (!r || pkt->reth.rkey != r->rkey || va < r->va || va > UINT64_MAX - len ||
 		    va + len > r->va + r->length ||
-		    (len && !qp->env.mem_resolve(qp->env.ctx, r->pd, qp->init.qpn, r->rkey, true,
-						 va, len, IBV_ACCESS_REMOTE_READ, &err))) {
+		    (len &&
+		     !qp->base.env.mem_resolve(qp->base.env.ctx, r->pd, qp->base.init.qpn, r->rkey,
+					       true, va, len, IBV_ACCESS_REMOTE_READ, &err))) {
 			ENG_INC(qp, drop_dup_unmatched);
 			return;
 		}
@@ -448,7 +449,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
 			return;
 		}
-		niov = eng_sge_resolve_env(&qp->env, rs.pd, w->sge, w->num_sge, off, len,
+		niov = eng_sge_resolve_env(&qp->base.env, rs.pd, w->sge, w->num_sge, off, len,
 					   IBV_ACCESS_LOCAL_WRITE, iov);
 		if (niov < 0) {
 			if (first)
@@ -471,9 +472,9 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			/* The whole message's range is checked before its first byte lands. A
 			 * zero-length WRITE need not carry a valid key (spec 3). */
 			if (pkt->reth.dma_len &&
-			    !qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, rkey, true, va,
-						 pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
-						 &err)) {
+			    !qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
+						      rkey, true, va, pkt->reth.dma_len,
+						      IBV_ACCESS_REMOTE_WRITE, &err)) {
 				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 				return;
 			}
@@ -487,8 +488,9 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			}
 		}
 		if (len) {
-			host = qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, rkey, true, va,
-						   len, IBV_ACCESS_REMOTE_WRITE, &err);
+			host = qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
+							rkey, true, va, len,
+							IBV_ACCESS_REMOTE_WRITE, &err);
 			if (!host) {
 				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 				return;
@@ -502,9 +504,9 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			return;
 		}
 		if (pkt->reth.dma_len &&
-		    !qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, pkt->reth.rkey, true,
-					 pkt->reth.va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ,
-					 &err)) {
+		    !qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
+					      pkt->reth.rkey, true, pkt->reth.va, pkt->reth.dma_len,
+					      IBV_ACCESS_REMOTE_READ, &err)) {
 			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 			return;
 		}
@@ -515,8 +517,9 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_SUCCESS);
 			return;
 		}
-		host = qp->env.mem_resolve(qp->env.ctx, rs.pd, qp->init.qpn, pkt->atomic.rkey, true,
-					   pkt->atomic.va, 8, IBV_ACCESS_REMOTE_ATOMIC, &err);
+		host = qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
+						pkt->atomic.rkey, true, pkt->atomic.va, 8,
+						IBV_ACCESS_REMOTE_ATOMIC, &err);
 		if (!host) {
 			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
 			return;
@@ -559,20 +562,21 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 		if (oi->inv) {
 			/* SEND with Invalidate (IBA 10.6.6.2): an R_Key that cannot be invalidated
 			 * fails the receive, without a NAK (spec 5.4 class J). */
-			int r = qp->env.mem_invalidate
-				    ? qp->env.mem_invalidate(qp->env.ctx, rs.pd, qp->init.qpn,
-							     pkt->ieth, true)
-				    : -EINVAL;
+			int r =
+			    qp->base.env.mem_invalidate
+				? qp->base.env.mem_invalidate(qp->base.env.ctx, rs.pd,
+							      qp->base.init.qpn, pkt->ieth, true)
+				: -EINVAL;
 			if (r) {
 				wc.status = IBV_WC_REM_INV_REQ_ERR;
-				eng_qp_complete(qp, rs.cq, &wc, true);
+				eng_base_complete(&qp->base, rs.cq, &wc, true);
 				eng_qp_to_err(qp, IBV_EVENT_QP_REQ_ERR, true);
 				return;
 			}
 			wc.invalidated_rkey = pkt->ieth;
 			wc.wc_flags |= IBV_WC_WITH_INV;
 		}
-		eng_qp_complete(qp, rs.cq, &wc, pkt->bth.se);
+		eng_base_complete(&qp->base, rs.cq, &wc, pkt->bth.se);
 		break;
 	}
 	case ROCE_KIND_WRITE:
@@ -604,7 +608,7 @@ static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const s
 			wc.wc_flags = IBV_WC_WITH_IMM;
 			memcpy(&wc.imm_data, pkt->imm, 4);
 			eng_rq_pop(rs.rq);
-			eng_qp_complete(qp, rs.cq, &wc, pkt->bth.se);
+			eng_base_complete(&qp->base, rs.cq, &wc, pkt->bth.se);
 		}
 		break;
 	case ROCE_KIND_READ_REQ: {
@@ -691,7 +695,7 @@ static void take_held(struct eng_qp *qp)
 	uint32_t ack_psn = 0;
 	bool ack = false;
 
-	while (qp->state != IBV_QPS_ERR && (p = eng_sr_held(qp, qp->resp.psn))) {
+	while (qp->base.state != IBV_QPS_ERR && (p = eng_sr_held(qp, qp->resp.psn))) {
 		const struct roce_opinfo *oi = roce_opinfo(p->bth.opcode);
 		uint32_t psn = qp->resp.psn;
 
@@ -702,7 +706,7 @@ static void take_held(struct eng_qp *qp)
 		ack_psn = psn;
 	}
 	eng_sr_release_below(qp, qp->resp.psn);
-	if (ack && qp->state != IBV_QPS_ERR && ack_room(qp))
+	if (ack && qp->base.state != IBV_QPS_ERR && ack_room(qp))
 		enqueue_ack(qp, SYND_ACK, ack_psn);
 }
 
@@ -710,10 +714,10 @@ void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struc
 {
 	int32_t diff;
 
-	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
+	if (qp->base.state == IBV_QPS_RTR && !qp->resp.comm_est) {
 		/* IBA 11.6.3.1: first packet received in RTR. */
 		qp->resp.comm_est = true;
-		eng_qp_event(qp, IBV_EVENT_COMM_EST);
+		eng_base_event(&qp->base, IBV_EVENT_COMM_EST);
 	}
 	diff = psn_cmp(pkt->bth.psn, qp->resp.psn);
 	if (diff < 0) {
@@ -761,9 +765,9 @@ static int read_packet(struct eng_qp *qp, struct eng_job *j, struct roce_pkt *ou
 		pi = last ? ENG_PI_LAST : ENG_PI_MIDDLE;
 	if (n) {
 		int err = 0;
-		const void *src =
-		    qp->env.mem_resolve(qp->env.ctx, j->pd, qp->init.qpn, j->rkey, true,
-					j->va + j->offset, n, IBV_ACCESS_REMOTE_READ, &err);
+		const void *src = qp->base.env.mem_resolve(
+		    qp->base.env.ctx, j->pd, qp->base.init.qpn, j->rkey, true, j->va + j->offset, n,
+		    IBV_ACCESS_REMOTE_READ, &err);
 
 		if (!src) {
 			/* The region went away while the response was being sent: nothing
@@ -830,7 +834,7 @@ int eng_resp_output(struct eng_qp *qp, struct roce_pkt *out, uint8_t *buf)
 			qp->resp.q_head++;
 			return 1;
 		case ENG_JOB_READ:
-			if (qp->state == IBV_QPS_ERR && !qp->resp.keep_queue) {
+			if (qp->base.state == IBV_QPS_ERR && !qp->resp.keep_queue) {
 				qp->resp.q_head++;
 				continue;
 			}
@@ -855,7 +859,7 @@ static const struct eng_rwqe *next_rwqe(const struct eng_qp *qp)
 {
 	if (qp->resp.have_wqe && qp->resp.wqe_spare)
 		return &qp->resp.wqe;
-	return eng_rq_peek(qp->rq);
+	return eng_rq_peek(qp->base.rq);
 }
 
 /* Takes next_rwqe() into resp.wqe. */
@@ -883,7 +887,7 @@ static void recv_wqe_fatal(struct eng_qp *qp)
 static void uc_abandon(struct eng_qp *qp)
 {
 	if (qp->resp.in_send && qp->resp.have_wqe && !qp->resp.wqe_spare) {
-		if (qp->init.srq) {
+		if (qp->base.init.srq) {
 			eng_resp_flush_held(qp, IBV_WC_REM_INV_REQ_ERR);
 		} else {
 			qp->resp.wqe_spare = true;
@@ -923,10 +927,10 @@ void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 	uint32_t rkey = 0;
 	int niov = 0, err = 0;
 
-	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
+	if (qp->base.state == IBV_QPS_RTR && !qp->resp.comm_est) {
 		/* IBA 11.6.3.1: first packet received in RTR. */
 		qp->resp.comm_est = true;
-		eng_qp_event(qp, IBV_EVENT_COMM_EST);
+		eng_base_event(&qp->base, IBV_EVENT_COMM_EST);
 	}
 	/* -- sequence (rxe check_psn for UC): a packet that does not follow, or belongs to a
 	 * message being dropped, is dropped; a FIRST / ONLY starts afresh whatever its PSN. -- */
@@ -1017,9 +1021,9 @@ void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 				return;
 			}
 			if (pkt->reth.dma_len &&
-			    !qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, rkey, true,
-						 va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE,
-						 &err)) {
+			    !qp->base.env.mem_resolve(
+				qp->base.env.ctx, qp->base.init.pd, qp->base.init.qpn, rkey, true,
+				va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_WRITE, &err)) {
 				ENG_INC(qp, drop_access);
 				uc_drop_msg(qp);
 				return;
@@ -1034,8 +1038,9 @@ void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 			}
 		}
 		if (len) {
-			host = qp->env.mem_resolve(qp->env.ctx, qp->init.pd, qp->init.qpn, rkey,
-						   true, va, len, IBV_ACCESS_REMOTE_WRITE, &err);
+			host = qp->base.env.mem_resolve(qp->base.env.ctx, qp->base.init.pd,
+							qp->base.init.qpn, rkey, true, va, len,
+							IBV_ACCESS_REMOTE_WRITE, &err);
 			if (!host) {
 				/* The region went away in the middle of the message. */
 				ENG_INC(qp, drop_access);
@@ -1092,7 +1097,7 @@ void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 			memcpy(&wc.imm_data, pkt->imm, 4);
 			wc.wc_flags |= IBV_WC_WITH_IMM;
 		}
-		eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+		eng_base_complete(&qp->base, qp->base.init.recv_cq, &wc, pkt->bth.se);
 	}
 }
 
@@ -1150,7 +1155,7 @@ void eng_resp_input_ud(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 		/* rxe: the WQE stays posted (class D); an SRQ's, already taken, completes with
 		 * an error (class E). */
 		ENG_INC(qp, drop_recv_short);
-		if (qp->init.srq) {
+		if (qp->base.init.srq) {
 			take_next_rwqe(qp);
 			eng_resp_flush_held(qp, IBV_WC_REM_INV_REQ_ERR);
 		}
@@ -1205,5 +1210,5 @@ void eng_resp_input_ud(struct eng_qp *qp, const struct roce_opinfo *oi, const st
 		memcpy(&wc.imm_data, pkt->imm, 4);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	eng_qp_complete(qp, qp->init.recv_cq, &wc, pkt->bth.se);
+	eng_base_complete(&qp->base, qp->base.init.recv_cq, &wc, pkt->bth.se);
 }

@@ -264,7 +264,7 @@ void eng_sr_sacked(struct eng_qp *qp, uint32_t base, const uint8_t bits[ENG_SR_S
 /* The started WQE that sends a request packet with PSN psn: its index. */
 static bool request_of(struct eng_qp *qp, uint32_t psn, uint32_t *idx)
 {
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+	for (uint32_t i = qp->base.sq_head; i != qp->base.sq_tail; i++) {
 		const struct eng_swqe *w = eng_swqe_at(qp, i);
 
 		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
@@ -327,7 +327,7 @@ static bool rd_open(const struct eng_sr *sr, uint32_t idx)
 static bool read_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 {
 	struct eng_sr *sr = qp->sr;
-	if (sr->rd_idx - qp->sq_head < qp->sq_tail - qp->sq_head) {
+	if (sr->rd_idx - qp->base.sq_head < qp->base.sq_tail - qp->base.sq_head) {
 		const struct eng_swqe *w = eng_swqe_at(qp, sr->rd_idx);
 		if (w->op == ENG_OP_READ && w->state == ENG_SWQE_ACTIVE) {
 			*idx = sr->rd_idx;
@@ -446,7 +446,7 @@ bool eng_sr_hole(struct eng_qp *qp, uint32_t *idx, uint32_t *psn)
 	uint32_t to = psn_cmp(qp->req.psn, sr->sack_high) < 0 ? qp->req.psn : sr->sack_high;
 	if (psn_cmp(from, to) >= 0)
 		return false;
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+	for (uint32_t i = qp->base.sq_head; i != qp->base.sq_tail; i++) {
 		const struct eng_swqe *w = eng_swqe_at(qp, i);
 
 		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)
@@ -546,7 +546,7 @@ static bool probe(struct eng_qp *qp)
 
 	if (psn_cmp(qp->req.psn, qp->req.psn_hi) != 0)
 		return false; /* a go-back-N pass is under way */
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+	for (uint32_t i = qp->base.sq_head; i != qp->base.sq_tail; i++) {
 		const struct eng_swqe *w = eng_swqe_at(qp, i);
 
 		if (eng_ops[w->op].local && w->state == ENG_SWQE_DONE)

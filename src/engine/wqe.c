@@ -1,7 +1,6 @@
 /* Work-request helpers shared by the RoCE engine (qp.c, req.c, resp.c, comp.c) and the iWARP
  * engine (iw_*.c): checking and copying an ibv_send_wr into a send WQE, and resolving a
  * scatter/gather list through env->mem_resolve. Nothing here knows a wire protocol. */
-#include <stdlib.h>
 
 #include "engine/eng_int.h"
 
@@ -185,39 +184,6 @@ int eng_sge_resolve_env(const struct eng_env *env, uint32_t pd, const struct eng
 int eng_sge_resolve(struct eng_qp *qp, const struct eng_sge *sge, uint32_t num_sge, uint32_t offset,
 		    uint32_t len, unsigned access, struct eng_iov *iov)
 {
-	return eng_sge_resolve_env(&qp->env, qp->init.pd, sge, num_sge, offset, len, access, iov);
-}
-
-int eng_queues_init(const struct eng_qp_init *init, struct eng_swqe **sq, uint32_t *sq_mask,
-		    struct eng_rq *own_rq, struct eng_rq **rq)
-{
-	uint32_t size = eng_pow2_at_least(init->max_send_wr);
-	*sq = calloc(size, sizeof(**sq));
-	if (!*sq)
-		return -ENOMEM;
-	*sq_mask = size - 1;
-	if (init->srq) {
-		*rq = init->srq;
-		return 0;
-	}
-	if (init->type == IBV_QPT_XRC_SEND || init->type == IBV_QPT_XRC_RECV) {
-		*rq = NULL; /* XRC: no receive queue of its own (the SRQ comes per request) */
-		return 0;
-	}
-	int err = eng_rq_init(own_rq, init->max_recv_wr ? init->max_recv_wr : 1, init->max_recv_sge,
-			      false);
-	if (err) {
-		free(*sq);
-		*sq = NULL;
-		return err;
-	}
-	*rq = own_rq;
-	return 0;
-}
-
-void eng_queues_fini(const struct eng_qp_init *init, struct eng_swqe *sq, struct eng_rq *own_rq)
-{
-	if (!init->srq)
-		eng_rq_fini(own_rq);
-	free(sq);
+	return eng_sge_resolve_env(&qp->base.env, qp->base.init.pd, sge, num_sge, offset, len,
+				   access, iov);
 }

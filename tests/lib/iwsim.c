@@ -7,7 +7,7 @@
 
 #include "check.h"
 
-static void wake(void *ctx, struct eng_qp *qp)
+static void wake(void *ctx, struct eng_qp_base *qp)
 {
 	struct sim_node *n = ctx;
 	struct iwsim *w = (struct iwsim *)(void *)n->sim; /* s is the first member */
@@ -330,5 +330,5 @@ int iwsim_post_recv(struct iwsim *w, int node, uint64_t wr_id, const struct sim_
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 	}
-	return iw_qp_post_recv(w->qp[node], &wr, &bad);
+	return eng_base_post_recv(iw_qp_base(w->qp[node]), &wr, &bad);
 }

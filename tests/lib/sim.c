@@ -154,13 +154,13 @@ int sim_post_bind(struct sim_node *n, struct eng_qp *qp, uint64_t wr_id, const s
 	return eng_qp_post_send(qp, &wr, &bad, n->sim->now);
 }
 
-static void wake(void *ctx, struct eng_qp *qp)
+static void wake(void *ctx, struct eng_qp_base *qp)
 {
 	(void)ctx;
 	(void)qp;
 }
 
-static void event(void *ctx, struct eng_qp *qp, enum ibv_event_type ev)
+static void event(void *ctx, struct eng_qp_base *qp, enum ibv_event_type ev)
 {
 	struct sim_node *n = ctx;
 
@@ -637,7 +637,7 @@ int sim_post_recv(struct eng_qp *qp, uint64_t wr_id, const struct sim_mr *mr, ui
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 	}
-	return eng_qp_post_recv(qp, &wr, &bad);
+	return eng_base_post_recv(eng_qp_base(qp), &wr, &bad);
 }
 
 static const char *status_name(enum ibv_wc_status st)

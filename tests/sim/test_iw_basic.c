@@ -320,7 +320,7 @@ static void sgl(void)
 	rw.wr_id = 77;
 	rw.sg_list = rs;
 	rw.num_sge = 4;
-	REQUIRE(iw_qp_post_recv(w->qp[SIM_B], &rw, &rbad) == 0);
+	REQUIRE(eng_base_post_recv(iw_qp_base(w->qp[SIM_B]), &rw, &rbad) == 0);
 	wr.wr_id = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.sg_list = s;

@@ -187,7 +187,7 @@ static void scatter_gather(void)
 	r.wr_id = 77;
 	r.sg_list = bs;
 	r.num_sge = 4;
-	CHECK_EQ(eng_qp_post_recv(qb, &r, &rbad), 0);
+	CHECK_EQ(eng_base_post_recv(eng_qp_base(qb), &r, &rbad), 0);
 	w.wr_id = 1;
 	w.opcode = IBV_WR_SEND;
 	w.send_flags = IBV_SEND_SIGNALED;

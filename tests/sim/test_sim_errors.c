@@ -256,7 +256,7 @@ static void local_prot(void)
 	CHECK_EQ(eng_qp_state(qb), IBV_QPS_RTS);
 	CHECK(all_zero(b_dst->host + 10000, 1000));
 	/* Receives posted in ERR are flushed at once. */
-	CHECK_EQ(eng_qp_post_recv(qa, &(struct ibv_recv_wr){.wr_id = 9}, NULL), 0);
+	CHECK_EQ(eng_base_post_recv(eng_qp_base(qa), &(struct ibv_recv_wr){.wr_id = 9}, NULL), 0);
 	SIM_EXPECT_WC(A, 9, IBV_WC_WR_FLUSH_ERR, 0, -1);
 	sim_fini(&s);
 }
@@ -593,7 +593,8 @@ static void srq_limit(void)
 					     .next = i < 3 ? &wr[i + 1] : NULL};
 	}
 	CHECK_EQ(eng_rq_post(&srq, wr, &bad), 0);
-	CHECK_EQ(eng_qp_post_recv(qb, wr, &bad), -EINVAL); /* SRQ QP: post to the SRQ */
+	CHECK_EQ(eng_base_post_recv(eng_qp_base(qb), wr, &bad),
+		 -EINVAL); /* SRQ QP: post to the SRQ */
 	srq.limit = 3;
 	CHECK_EQ(sim_post_send(A, qa, 1, IBV_WR_SEND, a_src, 0, 2000, 0, 0, IBV_SEND_SIGNALED), 0);
 	run_idle();

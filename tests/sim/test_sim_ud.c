@@ -572,9 +572,9 @@ static void uc_bad_lkey(void)
 	r.wr_id = 41;
 	r.sg_list = &sge;
 	r.num_sge = 1;
-	CHECK_EQ(eng_qp_post_recv(qb, &r, &rbad), 0);
+	CHECK_EQ(eng_base_post_recv(eng_qp_base(qb), &r, &rbad), 0);
 	r.wr_id = 42;
-	CHECK_EQ(eng_qp_post_recv(qb, &r, &rbad), 0);
+	CHECK_EQ(eng_base_post_recv(eng_qp_base(qb), &r, &rbad), 0);
 	CHECK_EQ(uc_send(1, 0, 100), 0);
 	run_idle();
 	SIM_EXPECT_WC(A, 1, IBV_WC_SUCCESS, IBV_WC_SEND, 100);
@@ -882,7 +882,7 @@ static void ud_grh_scatter(void)
 	r.wr_id = 61;
 	r.sg_list = sge;
 	r.num_sge = 3;
-	CHECK_EQ(eng_qp_post_recv(qb, &r, &rbad), 0);
+	CHECK_EQ(eng_base_post_recv(eng_qp_base(qb), &r, &rbad), 0);
 	p.bth.opcode = ROCE_UD_SEND_ONLY_IMM;
 	p.bth.pkey = 0xFFFF;
 	p.bth.dqpn = eng_qp_num(qb);
@@ -924,7 +924,7 @@ static void ud_bad_lkey(void)
 	r.wr_id = 71;
 	r.sg_list = &sge;
 	r.num_sge = 1;
-	CHECK_EQ(eng_qp_post_recv(qb, &r, &rbad), 0);
+	CHECK_EQ(eng_base_post_recv(eng_qp_base(qb), &r, &rbad), 0);
 	CHECK_EQ(ud_post(qa, 1, IBV_WR_SEND, 0, 10, 1, eng_qp_num(qb), QKEY1, IBV_SEND_SIGNALED, 0),
 		 0);
 	CHECK_EQ(ud_post(qa, 2, IBV_WR_SEND, 0, 10, 1, eng_qp_num(qb), QKEY1, IBV_SEND_SIGNALED, 0),
