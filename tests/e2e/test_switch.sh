@@ -90,6 +90,10 @@ incast() {
 		wait "${c[i]}" || { rc=1; bad "$label: client $i failed: $(tail -n 2 "$tmp/$label.cli$i")"; }
 		wait "${s[i]}" || { rc=1; bad "$label: server $i failed: $(tail -n 2 "$tmp/$label.srv$i")"; }
 	done
+	# Datagrams host 0's kernel dropped for want of socket buffer (Udp RcvbufErrors of its
+	# namespace): a loss past the switch's port, which the switch's PFC does not cover.
+	ip netns exec "${ns[0]}" awk '/^Udp:/ && !h {for (i = 1; i <= NF; i++) n[$i] = i; h = 1; next}
+		/^Udp:/ {print $n["RcvbufErrors"]}' /proc/net/snmp >"$tmp/$label.rcvbuf" 2>/dev/null
 	kill -TERM "$sw"
 	wait "$sw"
 	grep -q "^totals after" "$tmp/$label.sw" || { bad "$label: no totals from the switch"; return 1; }
@@ -121,7 +125,17 @@ if incast pfc "--pfc --buffer 512K"; then
 		p=$(field "$tmp/pfc.sw" $h pauses)
 		[ "${p:-0}" -gt 0 ] || bad "PFC: host $h was never paused"
 		gaps=$(($(qpcount "$tmp/pfc.srv$h" seq_naks_sent) + $(qpcount "$tmp/pfc.srv$h" drop_psn_gap)))
-		[ "$gaps" = 0 ] || bad "PFC: host 0 saw $gaps PSN gaps from host $h"
+		# Past the switch's ports PFC reaches nothing: a host's kernel may still drop, on a
+		# busy machine, a datagram its socket has no room for (host 0's receive buffers) or
+		# cannot queue (the sender's, softrdma never blocks: udp_tx_drop_*).
+		hostloss=$(($(cat "$tmp/pfc.rcvbuf" 2>/dev/null || echo 0) +
+			$(count "$tmp/pfc.cli$h" udp_tx_drop_again) + $(count "$tmp/pfc.cli$h" udp_tx_drop_nobufs)))
+		if [ "$gaps" != 0 ] && [ "$hostloss" -gt 0 ]; then
+			echo "note PFC: host 0 saw $gaps PSN gaps from host $h after $hostloss datagrams" \
+				"were dropped by the hosts' sockets (not the switch)"
+		elif [ "$gaps" != 0 ]; then
+			bad "PFC: host 0 saw $gaps PSN gaps from host $h, with nothing dropped at the switch or by a host's socket"
+		fi
 		r=$(qpcount "$tmp/pfc.cli$h" retransmits)
 		dup=$(qpcount "$tmp/pfc.srv$h" dup_requests)
 		# Resent packets whose first copy is still queued arrive twice, or after the
