@@ -1,5 +1,6 @@
-/* Completer: inbound ACKs, NAKs, read responses and atomic ACKs (rxe_comp.c's role), the
- * retry and RNR policy with its two timers, and send completions strictly in WQE order.
+/* Completer: inbound ACKs, NAKs, read responses and atomic ACKs (rxe_comp.c's role), the RNR
+ * wait, the two timers, and send completions strictly in WQE order. What a loss starts is the
+ * loss recovery policy's: go-back-N (gbn.c), or selective repeat (sr.c).
  *
  * comp.psn is the oldest PSN not yet acknowledged or answered. Every response carries a PSN
  * in [comp.psn, req.psn_hi); an ACK for n, and any response for n, acknowledge all SEND /
@@ -76,7 +77,7 @@ void eng_comp_retire(struct eng_qp *qp)
 }
 
 /* The oldest WQE fails with `status`; the QP goes to ERR and the rest is flushed. */
-static void fail_head(struct eng_qp *qp, enum ibv_wc_status status)
+void eng_comp_fail_head(struct eng_qp *qp, enum ibv_wc_status status)
 {
 	struct eng_swqe *w;
 
@@ -101,7 +102,7 @@ static void progress(struct eng_qp *qp, uint64_t now)
 	if (qp->sr)
 		eng_sr_progress(qp, now);
 	if (psn_cmp(qp->req.psn, qp->comp.psn) < 0)
-		eng_req_rewind(qp);
+		eng_gbn_rewind(qp);
 	eng_comp_arm(qp, now);
 }
 
@@ -147,34 +148,9 @@ static bool ack_upto(struct eng_qp *qp, uint32_t upto, uint64_t now)
 	return lost;
 }
 
-/* Go-back-N from comp.psn (rxe req_retry). A retry already under way and not yet moving is
- * not restarted by more NAKs, only by the timer (spec 5.5). */
-static bool retry(struct eng_qp *qp, uint64_t now, bool timeout)
-{
-	if (!timeout && qp->comp.retrying)
-		return false;
-	if (qp->comp.rnr_deadline != UINT64_MAX)
-		return false; /* the RNR wait ends in a go-back-N anyway */
-	if (qp->attr.retry_cnt != ENG_RETRY_INFINITE &&
-	    !(timeout && qp->sr && !eng_sr_expiry_counts(qp, now))) {
-		if (qp->comp.retry_left == 0) {
-			fail_head(qp, IBV_WC_RETRY_EXC_ERR);
-			return false;
-		}
-		qp->comp.retry_left--;
-	}
-	qp->comp.retrying = true;
-	qp->comp.ack_deadline = UINT64_MAX; /* restarted by the first resent packet */
-	/* Selective repeat sends its holes again instead, where it has any (sr.h). */
-	if (timeout && qp->sr && eng_sr_timeout(qp))
-		return true;
-	eng_req_rewind(qp);
-	return true;
-}
-
 static void implicit_nak(struct eng_qp *qp, uint64_t now)
 {
-	if (retry(qp, now, false))
+	if (eng_gbn_retry(qp, now, false))
 		ENG_INC(qp, implicit_naks);
 }
 
@@ -198,7 +174,7 @@ static void on_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 			return;
 		if (qp->attr.rnr_retry != ENG_RETRY_INFINITE) {
 			if (qp->comp.rnr_left == 0) {
-				fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+				eng_comp_fail_head(qp, IBV_WC_RNR_RETRY_EXC_ERR);
 				return;
 			}
 			qp->comp.rnr_left--;
@@ -215,14 +191,14 @@ static void on_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 			ENG_INC(qp, seq_naks_rcvd);
 			ack_upto(qp, psn, now);
 			if (qp->base.state != IBV_QPS_ERR)
-				retry(qp, now, false);
+				eng_gbn_retry(qp, now, false);
 			return;
 		}
 		ENG_INC(qp, naks_rcvd);
 		lost = ack_upto(qp, psn, now);
 		(void)lost;
 		if (qp->base.state != IBV_QPS_ERR)
-			fail_head(qp, eng_nak_status(syn));
+			eng_comp_fail_head(qp, eng_nak_status(syn));
 		return;
 	default:
 		ENG_INC(qp, drop_unexpected_ack);
@@ -252,7 +228,7 @@ static void on_sack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 		return;
 	}
 	if (!qp->sr) {
-		retry(qp, now, false);
+		eng_gbn_retry(qp, now, false);
 		return;
 	}
 	eng_sr_sacked(qp, pkt->bth.psn, pkt->payload);
@@ -327,7 +303,7 @@ static void on_atomic_ack(struct eng_qp *qp, const struct roce_pkt *pkt, uint64_
 	if (qp->base.state == IBV_QPS_ERR)
 		return;
 	if (place(qp, w, 0, &pkt->atomic_orig, 8) < 0) {
-		fail_head(qp, IBV_WC_LOC_PROT_ERR);
+		eng_comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	w->state = ENG_SWQE_DONE;
@@ -369,7 +345,7 @@ static enum eng_sr_rd read_ahead(struct eng_qp *qp, struct eng_swqe *w, uint32_t
 	if (qp->base.state == IBV_QPS_ERR)
 		return ENG_SR_RD_DROP;
 	if (n && place(qp, w, (uint32_t)off, pkt->payload, n) < 0)
-		fail_head(qp, IBV_WC_LOC_PROT_ERR);
+		eng_comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 	return ENG_SR_RD_KEPT;
 }
 
@@ -433,7 +409,7 @@ static void on_read_resp(struct eng_qp *qp, const struct roce_opinfo *oi,
 	if (qp->base.state == IBV_QPS_ERR)
 		return;
 	if (n && place(qp, w, w->read_done, pkt->payload, n) < 0) {
-		fail_head(qp, IBV_WC_LOC_PROT_ERR);
+		eng_comp_fail_head(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	w->read_done += n;
@@ -490,13 +466,13 @@ void eng_comp_timer(struct eng_qp *qp, uint64_t now)
 		qp->comp.rnr_deadline = UINT64_MAX;
 		qp->comp.retrying = true;
 		if (!(qp->sr && eng_sr_rnr_over(qp)))
-			eng_req_rewind(qp);
+			eng_gbn_rewind(qp);
 	}
 	if (qp->comp.ack_deadline <= now) {
 		qp->comp.ack_deadline = UINT64_MAX;
 		if (psn_cmp(qp->comp.psn, qp->req.psn_hi) >= 0)
 			return;
 		ENG_INC(qp, ack_timeouts);
-		retry(qp, now, true);
+		eng_gbn_retry(qp, now, true);
 	}
 }

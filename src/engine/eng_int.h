@@ -1,12 +1,16 @@
 /* Private to src/engine/: the QP object and the interfaces between the three roles, split as
  * rxe splits them (spec roce.md section 5):
  *   req.c   requester: turns send WQEs into request packets (segmentation, PSNs, AckReq,
- *           ORD / fence / window gates) and rewinds for go-back-N;
+ *           ORD / fence / window gates);
  *   resp.c  responder: sequence, opcode, length and key checks on inbound requests, placement,
  *           responder resources, and the ordered queue of ACK / NAK / read responses;
- *   comp.c  completer: inbound ACK / NAK / read and atomic responses, retry and RNR policy,
+ *   comp.c  completer: inbound ACK / NAK / read and atomic responses, the RNR wait, the
  *           timers, and send completions in WQE order;
- *   qp.c    create, attributes, states, posting, flush, and the public entry points;
+ * with loss recovery a policy of its own (DESIGN.md decision 3): go-back-N (gbn.c), or
+ * selective repeat between two softrdma QPs that agreed to it (sr.c), and congestion control
+ * another (cc.h: none, or DCQCN in cc_dcqcn.c);
+ *   qp.c    create, attributes, states, posting, and the public entry points;
+ *   qp_base.c  what the iWARP QP shares (struct eng_qp_base: receives, flush, ERR, SQD);
  *   cq.c / rq.c  the completion ring and the receive ring (shared by QPs when an SRQ).
  *
  * Threads: none; see eng.h. Every function here is called with the caller's QP lock held. */
@@ -351,13 +355,12 @@ int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_
 		   uint32_t *ah);
 /* true if eng_req_output would produce a packet now. */
 bool eng_req_ready(struct eng_qp *qp);
-/* Repositions the requester at comp.psn: the oldest unretired WQE, mid-message if part of it
- * was acknowledged (go-back-N, spec 5.5). Counts no retry; the caller does. */
-void eng_req_rewind(struct eng_qp *qp);
 void eng_req_reset(struct eng_qp *qp);
 
 /* ---- resp.c ---- */
 void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt);
+/* Queues a NAK (syndrome) for psn; false when the response queue has no room for it. */
+bool eng_resp_nak(struct eng_qp *qp, uint8_t syndrome, uint32_t psn);
 /* UC requests: no ACKs, a message with a PSN gap or an error is dropped, FIRST / ONLY resyncs
  * (rxe check_psn, class D / E errors). */
 void eng_resp_input_uc(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt);
@@ -374,6 +377,18 @@ void eng_resp_drop_data(struct eng_qp *qp);
 /* Completes the receive WQE held by a SEND in progress with `status` (flush on ERR). */
 void eng_resp_flush_held(struct eng_qp *qp, enum ibv_wc_status status);
 
+/* ---- gbn.c: go-back-N, RC's loss recovery (spec 5.5) ---- */
+/* Responder: a request past the expected PSN is dropped; the first of a gap is answered with a
+ * NAK PSN sequence error. */
+void eng_gbn_gap(struct eng_qp *qp);
+/* Completer: a NAK PSN sequence error, an implicit NAK or (timeout) the ACK timer. Returns true
+ * if a retry started (counted against retry_cnt; out of retries the head WQE fails with
+ * RETRY_EXC_ERR), false if one under way or an RNR wait stands for it. */
+bool eng_gbn_retry(struct eng_qp *qp, uint64_t now, bool timeout);
+/* Requester: back to comp.psn, the oldest unretired WQE, mid-message if part of it was
+ * acknowledged. Counts no retry; the caller does. */
+void eng_gbn_rewind(struct eng_qp *qp);
+
 /* ---- comp.c ---- */
 void eng_comp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt,
 		    uint64_t now);
@@ -383,5 +398,8 @@ void eng_comp_retire(struct eng_qp *qp);
 /* Starts the local ACK timer if it is off and PSNs are outstanding. */
 void eng_comp_arm(struct eng_qp *qp, uint64_t now);
 void eng_comp_reset(struct eng_qp *qp);
+/* The oldest WQE fails with `status` (completed in order); the QP goes to ERR and the rest is
+ * flushed. */
+void eng_comp_fail_head(struct eng_qp *qp, enum ibv_wc_status status);
 
 #endif

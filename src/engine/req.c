@@ -1,7 +1,7 @@
 /* Requester: builds request packets from send WQEs (rxe_req.c's role).
  *
  * One pass over the send queue at a time: req.idx is the WQE being sent, req.offset the bytes
- * of it already in packets, req.psn the next PSN. Go-back-N (eng_req_rewind) moves the pass
+ * of it already in packets, req.psn the next PSN. Go-back-N (eng_gbn_rewind, gbn.c) moves the pass
  * back to the oldest unacknowledged PSN; because every WQE's PSNs follow from its position in
  * the pass, a resent WQE gets exactly its original PSNs (spec 5.5). Nothing here allocates:
  * the packet's payload is gathered straight into the caller's buffer. */
@@ -403,37 +403,4 @@ int eng_req_output(struct eng_qp *qp, uint64_t now, struct roce_pkt *out, uint8_
 	if (n > 0)
 		eng_sr_sent(qp, out->bth.psn, out->bth.ackreq, psn_cmp(out->bth.psn, hi) >= 0, now);
 	return n;
-}
-
-void eng_req_rewind(struct eng_qp *qp)
-{
-	struct eng_swqe *w;
-
-	if (qp->sr)
-		eng_sr_rewound(qp);
-
-	qp->req.idx = qp->base.sq_head;
-	qp->req.psn = qp->comp.psn;
-	qp->req.offset = 0;
-	qp->req.rd_out = 0;
-	qp->req.noack = 0;
-	if (qp->req.idx == qp->base.sq_tail)
-		return;
-	w = eng_swqe_at(qp, qp->req.idx);
-	if (w->state != ENG_SWQE_ACTIVE)
-		return;
-	if (w->op == ENG_OP_READ) {
-		qp->req.psn = psn_add(w->first_psn, w->read_done / qp->attr.pmtu);
-	} else if (eng_ops[w->op].payload) {
-		/* Resume after the acknowledged packets, mid-message (rxe req_retry). */
-		int32_t acked = psn_cmp(qp->comp.psn, w->first_psn);
-
-		if (acked > 0 && (uint64_t)acked * qp->attr.pmtu < w->length) {
-			qp->req.offset = (uint32_t)acked * qp->attr.pmtu;
-		} else {
-			qp->req.psn = w->first_psn;
-		}
-	} else {
-		qp->req.psn = w->first_psn;
-	}
 }

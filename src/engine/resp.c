@@ -162,6 +162,14 @@ static void enqueue_ack(struct eng_qp *qp, uint8_t syndrome, uint32_t psn)
 	j->psn = psn;
 }
 
+bool eng_resp_nak(struct eng_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	if (!q_room(qp))
+		return false;
+	enqueue_ack(qp, syndrome, psn);
+	return true;
+}
+
 static bool ack_room(struct eng_qp *qp)
 {
 	return ack_coalesces(qp) || q_room(qp);
@@ -377,290 +385,393 @@ static bool payload_len_ok(const struct eng_qp *qp, const struct roce_opinfo *oi
 	}
 }
 
+/* ---- a request in sequence: the checks, then the effects (rxe's responder steps) ---- */
+
+/* What the checks of a request in sequence find, for its effects to use. */
+struct req_in {
+	const struct roce_opinfo *oi;
+	const struct roce_pkt *pkt;
+	uint32_t psn, len;
+	bool first, last;
+	bool wants_ack; /* SEND / WRITE with AckReq: acknowledged once applied */
+	uint32_t srqn;	/* XRC: the SRQ of the message (its first packet's) */
+	struct rside rs;
+	const struct eng_rwqe
+	    *rw;       /* the receive WQE a first SEND or a WRITE with immediate takes */
+	uint8_t *host; /* WRITE, ATOMIC: the target's host address */
+	uint64_t va;   /* WRITE: where this packet's payload goes, under rkey */
+	uint32_t rkey;
+	int niov; /* SEND: where its payload goes */
+	struct eng_iov iov[ENG_MAX_SGE];
+};
+
+/* Each check answers a request that fails it (a fatal NAK, an RNR NAK, or a drop, counted) and
+ * returns false; a request that passes them all is applied. */
+
+/* The opcode fits the message in progress and the QP allows it (rxe check_op_seq,
+ * check_op_valid). */
+static bool check_op(struct eng_qp *qp, const struct req_in *r)
+{
+	if (opseq_ok(qp, r->oi) && op_enabled(qp, r->oi))
+		return true;
+	ENG_INC(qp, drop_bad_opcode);
+	fatal(qp, ENG_ERR_INVALID_REQ, r->psn, IBV_WC_REM_INV_REQ_ERR);
+	return false;
+}
+
+/* XRC: every request names an XRC SRQ of the target QP's domain; one that does not is a remote
+ * access error (class C: NAK, the QP goes to ERR), as the XRC rxe patches and hardware answer
+ * it. Other QPs: their own receive side. */
+static bool check_rside(struct eng_qp *qp, struct req_in *r)
+{
+	if (rside_of(qp, r->pkt->xrc_srqn, &r->rs) && rside_of(qp, r->srqn, &r->rs))
+		return true;
+	ENG_INC(qp, drop_xrc_srq);
+	fatal(qp, ENG_ERR_REMOTE_ACCESS, r->psn, IBV_WC_SUCCESS);
+	return false;
+}
+
+/* Room for the response it needs (else dropped: the requester sends it again), and the receive
+ * WQE it consumes (else an RNR NAK, spec 5.4; rxe check_resource). */
+static bool check_resources(struct eng_qp *qp, struct req_in *r)
+{
+	uint8_t kind = r->oi->kind;
+
+	if ((r->wants_ack && !ack_room(qp)) ||
+	    ((kind == ROCE_KIND_READ_REQ || kind == ROCE_KIND_ATOMIC) && !q_room(qp))) {
+		ENG_INC(qp, drop_resp_busy);
+		return false;
+	}
+	if (!((kind == ROCE_KIND_SEND && r->first) ||
+	      (kind == ROCE_KIND_WRITE && r->oi->imm && r->last)))
+		return true;
+	r->rw = eng_rq_peek(r->rs.rq);
+	if (r->rw)
+		return true;
+	/* No receive WQE: RNR NAK, packet dropped, QP unchanged (spec 5.4). */
+	if (!q_room(qp)) {
+		ENG_INC(qp, drop_resp_busy);
+		return false;
+	}
+	enqueue_ack(qp, ROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer, r->psn);
+	ENG_INC(qp, rnr_naks_sent);
+	return false;
+}
+
+/* The payload's length fits its place in the message (rxe check_length). */
+static bool check_length(struct eng_qp *qp, const struct req_in *r)
+{
+	if (payload_len_ok(qp, r->oi, r->len))
+		return true;
+	ENG_INC(qp, drop_bad_length);
+	fatal(qp, ENG_ERR_INVALID_REQ, r->psn, IBV_WC_REM_INV_REQ_ERR);
+	return false;
+}
+
+/* SEND: the receive WQE's buffer holds the payload at its offset, and its keys resolve. */
+static bool check_send_target(struct eng_qp *qp, struct req_in *r)
+{
+	const struct eng_rwqe *w = r->first ? r->rw : &qp->resp.wqe;
+	uint32_t off = r->first ? 0 : qp->resp.offset;
+
+	if ((uint64_t)off + r->len > w->length) {
+		/* Receive buffer too small: Invalid Request, LOC_LEN_ERR (spec 5.4). */
+		ENG_INC(qp, drop_bad_length);
+		if (r->first)
+			take_wqe_from(qp, r->rs.rq, r->srqn);
+		fatal(qp, ENG_ERR_INVALID_REQ, r->psn, IBV_WC_LOC_LEN_ERR);
+		return false;
+	}
+	r->niov = eng_sge_resolve_env(&qp->base.env, r->rs.pd, w->sge, w->num_sge, off, r->len,
+				      IBV_ACCESS_LOCAL_WRITE, r->iov);
+	if (r->niov >= 0)
+		return true;
+	if (r->first)
+		take_wqe_from(qp, r->rs.rq, r->srqn);
+	fatal(qp, ENG_ERR_REMOTE_OP, r->psn, IBV_WC_LOC_PROT_ERR);
+	return false;
+}
+
+/* WRITE: the length agrees with the RETH's (or what is left of it), the whole range is
+ * writable under the R_Key before the first byte lands, and this packet's part resolves. */
+static bool check_write_target(struct eng_qp *qp, struct req_in *r)
+{
+	const struct roce_pkt *pkt = r->pkt;
+	int err = 0;
+
+	if (r->first) {
+		r->va = pkt->reth.va;
+		r->rkey = pkt->reth.rkey;
+		if (pkt->reth.dma_len > ENG_MAX_MSG_SIZE || r->len > pkt->reth.dma_len ||
+		    (r->last && r->len != pkt->reth.dma_len)) {
+			ENG_INC(qp, drop_bad_length);
+			fatal(qp, ENG_ERR_INVALID_REQ, r->psn, IBV_WC_LOC_LEN_ERR);
+			return false;
+		}
+		/* A zero-length WRITE need not carry a valid key (spec 3). */
+		if (pkt->reth.dma_len &&
+		    !qp->base.env.mem_resolve(qp->base.env.ctx, r->rs.pd, qp->base.init.qpn,
+					      r->rkey, true, r->va, pkt->reth.dma_len,
+					      IBV_ACCESS_REMOTE_WRITE, &err)) {
+			fatal(qp, ENG_ERR_REMOTE_ACCESS, r->psn, IBV_WC_SUCCESS);
+			return false;
+		}
+	} else {
+		r->va = qp->resp.va;
+		r->rkey = qp->resp.rkey;
+		if (r->len > qp->resp.resid || (r->last && r->len != qp->resp.resid)) {
+			ENG_INC(qp, drop_bad_length);
+			fatal(qp, ENG_ERR_INVALID_REQ, r->psn, IBV_WC_LOC_LEN_ERR);
+			return false;
+		}
+	}
+	if (!r->len)
+		return true;
+	r->host = qp->base.env.mem_resolve(qp->base.env.ctx, r->rs.pd, qp->base.init.qpn, r->rkey,
+					   true, r->va, r->len, IBV_ACCESS_REMOTE_WRITE, &err);
+	if (r->host)
+		return true;
+	fatal(qp, ENG_ERR_REMOTE_ACCESS, r->psn, IBV_WC_SUCCESS);
+	return false;
+}
+
+/* READ: a length within the largest message, and the range readable under the R_Key. */
+static bool check_read_target(struct eng_qp *qp, const struct req_in *r)
+{
+	const struct roce_pkt *pkt = r->pkt;
+	int err = 0;
+
+	if (pkt->reth.dma_len > ENG_MAX_MSG_SIZE) {
+		ENG_INC(qp, drop_bad_length);
+		fatal(qp, ENG_ERR_INVALID_REQ, r->psn, IBV_WC_SUCCESS);
+		return false;
+	}
+	if (!pkt->reth.dma_len ||
+	    qp->base.env.mem_resolve(qp->base.env.ctx, r->rs.pd, qp->base.init.qpn, pkt->reth.rkey,
+				     true, pkt->reth.va, pkt->reth.dma_len, IBV_ACCESS_REMOTE_READ,
+				     &err))
+		return true;
+	fatal(qp, ENG_ERR_REMOTE_ACCESS, r->psn, IBV_WC_SUCCESS);
+	return false;
+}
+
+/* ATOMIC: an 8-byte aligned target (IBA 9.4.5) that the R_Key allows. */
+static bool check_atomic_target(struct eng_qp *qp, struct req_in *r)
+{
+	const struct roce_pkt *pkt = r->pkt;
+	int err = 0;
+
+	if (pkt->atomic.va & 7) {
+		fatal(qp, ENG_ERR_INVALID_REQ, r->psn, IBV_WC_SUCCESS);
+		return false;
+	}
+	r->host = qp->base.env.mem_resolve(qp->base.env.ctx, r->rs.pd, qp->base.init.qpn,
+					   pkt->atomic.rkey, true, pkt->atomic.va, 8,
+					   IBV_ACCESS_REMOTE_ATOMIC, &err);
+	if (r->host)
+		return true;
+	fatal(qp, ENG_ERR_REMOTE_ACCESS, r->psn, IBV_WC_SUCCESS);
+	return false;
+}
+
+/* The memory the request reaches (rxe check_rkey and the receive WQE's buffer). */
+static bool check_target(struct eng_qp *qp, struct req_in *r)
+{
+	switch (r->oi->kind) {
+	case ROCE_KIND_SEND:
+		return check_send_target(qp, r);
+	case ROCE_KIND_WRITE:
+		return check_write_target(qp, r);
+	case ROCE_KIND_READ_REQ:
+		return check_read_target(qp, r);
+	case ROCE_KIND_ATOMIC:
+		return check_atomic_target(qp, r);
+	default:
+		return false;
+	}
+}
+
+/* SEND: the payload placed; the last packet completes the receive. Returns false if that
+ * failed the QP (a SEND with Invalidate whose key cannot be invalidated). */
+static bool apply_send(struct eng_qp *qp, const struct req_in *r)
+{
+	const struct roce_pkt *pkt = r->pkt;
+	const uint8_t *src = pkt->payload;
+	struct ibv_wc wc = {0};
+
+	if (r->first)
+		take_wqe_from(qp, r->rs.rq, r->srqn);
+	for (int i = 0; i < r->niov; i++) {
+		memcpy(r->iov[i].ptr, src, r->iov[i].len);
+		src += r->iov[i].len;
+	}
+	qp->resp.offset += r->len;
+	qp->resp.psn = psn_add(r->psn, 1);
+	qp->resp.in_send = !r->last;
+	if (!r->last)
+		return true;
+	qp->resp.msn = psn_add(qp->resp.msn, 1);
+	qp->resp.have_wqe = false;
+	wc.wr_id = qp->resp.wqe.wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = qp->resp.offset;
+	wc.src_qp = qp->attr.dest_qpn;
+	if (r->oi->imm) {
+		memcpy(&wc.imm_data, pkt->imm, 4);
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (r->oi->inv) {
+		/* SEND with Invalidate (IBA 10.6.6.2): an R_Key that cannot be invalidated fails
+		 * the receive, without a NAK (spec 5.4 class J). */
+		int e = qp->base.env.mem_invalidate
+			    ? qp->base.env.mem_invalidate(qp->base.env.ctx, r->rs.pd,
+							  qp->base.init.qpn, pkt->ieth, true)
+			    : -EINVAL;
+		if (e) {
+			wc.status = IBV_WC_REM_INV_REQ_ERR;
+			eng_base_complete(&qp->base, r->rs.cq, &wc, true);
+			eng_qp_to_err(qp, IBV_EVENT_QP_REQ_ERR, true);
+			return false;
+		}
+		wc.invalidated_rkey = pkt->ieth;
+		wc.wc_flags |= IBV_WC_WITH_INV;
+	}
+	eng_base_complete(&qp->base, r->rs.cq, &wc, pkt->bth.se);
+	return true;
+}
+
+/* WRITE: the payload placed; the last packet of one with immediate data completes a receive
+ * WQE. */
+static void apply_write(struct eng_qp *qp, const struct req_in *r)
+{
+	const struct roce_pkt *pkt = r->pkt;
+
+	if (r->first) {
+		qp->resp.msg_srqn = r->srqn;
+		qp->resp.rkey = r->rkey;
+		qp->resp.length = pkt->reth.dma_len;
+		qp->resp.resid = pkt->reth.dma_len;
+	}
+	if (r->len)
+		memcpy(r->host, pkt->payload, r->len);
+	qp->resp.va = r->va + r->len;
+	qp->resp.resid -= r->len;
+	qp->resp.psn = psn_add(r->psn, 1);
+	qp->resp.in_write = !r->last;
+	if (!r->last)
+		return;
+	qp->resp.msn = psn_add(qp->resp.msn, 1);
+	if (r->oi->imm) {
+		/* WRITE with immediate consumes a receive WQE; byte_len is the RDMA length (rxe
+		 * do_complete). */
+		struct ibv_wc wc = {0};
+
+		wc.wr_id = r->rw->wr_id;
+		wc.status = IBV_WC_SUCCESS;
+		wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		wc.byte_len = qp->resp.length;
+		wc.src_qp = qp->attr.dest_qpn;
+		wc.wc_flags = IBV_WC_WITH_IMM;
+		memcpy(&wc.imm_data, pkt->imm, 4);
+		eng_rq_pop(r->rs.rq);
+		eng_base_complete(&qp->base, r->rs.cq, &wc, pkt->bth.se);
+	}
+}
+
+/* READ: a responder resource remembers it (for a duplicate) and a job sends the responses. */
+static void apply_read(struct eng_qp *qp, const struct req_in *r)
+{
+	const struct roce_pkt *pkt = r->pkt;
+	struct eng_res *res = res_next(qp);
+	uint32_t n = eng_npkts(pkt->reth.dma_len, qp->attr.pmtu);
+	struct eng_job *j;
+
+	res->type = ENG_RES_READ;
+	res->first_psn = r->psn;
+	res->last_psn = psn_add(r->psn, n - 1);
+	res->va = pkt->reth.va;
+	res->rkey = pkt->reth.rkey;
+	res->pd = r->rs.pd;
+	res->length = pkt->reth.dma_len;
+	/* MSN counts a READ when it is accepted (IBA C9-148). */
+	qp->resp.msn = psn_add(qp->resp.msn, 1);
+	j = q_push(qp);
+	j->type = ENG_JOB_READ;
+	j->psn = r->psn;
+	j->va = res->va;
+	j->rkey = res->rkey;
+	j->pd = res->pd;
+	j->length = res->length;
+	j->from_first = true;
+	qp->resp.psn = psn_add(r->psn, n);
+}
+
+/* ATOMIC: executed once; a responder resource keeps the original value for a duplicate. */
+static void apply_atomic(struct eng_qp *qp, const struct req_in *r)
+{
+	const struct roce_pkt *pkt = r->pkt;
+	struct eng_res *res = res_next(qp);
+	struct eng_job *j;
+
+	res->type = ENG_RES_ATOMIC;
+	res->first_psn = res->last_psn = r->psn;
+	res->va = pkt->atomic.va;
+	res->rkey = pkt->atomic.rkey;
+	res->pd = r->rs.pd;
+	res->length = 8;
+	res->orig = do_atomic(r->host, pkt->bth.opcode, pkt->atomic.swap_add, pkt->atomic.compare);
+	qp->resp.msn = psn_add(qp->resp.msn, 1);
+	j = q_push(qp);
+	j->type = ENG_JOB_ATOMIC_ACK;
+	j->psn = r->psn;
+	j->orig = res->orig;
+	qp->resp.psn = psn_add(r->psn, 1);
+}
+
+/* The request with the expected PSN: checked, then applied and acknowledged. */
 static void in_sequence(struct eng_qp *qp, const struct roce_opinfo *oi, const struct roce_pkt *pkt)
 {
-	uint32_t psn = pkt->bth.psn;
-	uint32_t len = pkt->payload_len;
-	bool first = oi->pos & ROCE_POS_FIRST;
-	bool last = oi->pos & ROCE_POS_LAST;
-	bool wants_ack =
+	struct req_in r;
+
+	r.oi = oi;
+	r.pkt = pkt;
+	r.psn = pkt->bth.psn;
+	r.len = pkt->payload_len;
+	r.first = oi->pos & ROCE_POS_FIRST;
+	r.last = oi->pos & ROCE_POS_LAST;
+	r.wants_ack =
 	    pkt->bth.ackreq && (oi->kind == ROCE_KIND_SEND || oi->kind == ROCE_KIND_WRITE);
-	bool needs_rwqe = (oi->kind == ROCE_KIND_SEND && first) ||
-			  (oi->kind == ROCE_KIND_WRITE && oi->imm && last);
-	const struct eng_rwqe *rw = NULL;
-	struct eng_iov iov[ENG_MAX_SGE];
-	int niov = 0;
-	uint8_t *host = NULL;
-	uint64_t va = 0;
-	uint32_t rkey = 0;
-	int err = 0;
 	/* XRC: a message continues with the SRQ of its first packet. */
-	bool cont = qp->resp.in_send || qp->resp.in_write;
-	uint32_t srqn = cont ? qp->resp.msg_srqn : pkt->xrc_srqn;
-	struct rside rs;
+	r.srqn = qp->resp.in_send || qp->resp.in_write ? qp->resp.msg_srqn : pkt->xrc_srqn;
+	r.rw = NULL;
+	r.host = NULL;
+	r.va = 0;
+	r.rkey = 0;
+	r.niov = 0;
+	if (!check_op(qp, &r) || !check_rside(qp, &r) || !check_resources(qp, &r) ||
+	    !check_length(qp, &r) || !check_target(qp, &r))
+		return;
 
-	/* -- validate -- */
-	if (!opseq_ok(qp, oi) || !op_enabled(qp, oi)) {
-		ENG_INC(qp, drop_bad_opcode);
-		fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_REM_INV_REQ_ERR);
-		return;
-	}
-	/* XRC: every request names an XRC SRQ of the target QP's domain; one that does not is a
-	 * remote access error (class C: NAK, the QP goes to ERR), as the XRC rxe patches and
-	 * hardware answer it. */
-	if (!rside_of(qp, pkt->xrc_srqn, &rs) || !rside_of(qp, srqn, &rs)) {
-		ENG_INC(qp, drop_xrc_srq);
-		fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
-		return;
-	}
-	if ((wants_ack && !ack_room(qp)) ||
-	    ((oi->kind == ROCE_KIND_READ_REQ || oi->kind == ROCE_KIND_ATOMIC) && !q_room(qp))) {
-		ENG_INC(qp, drop_resp_busy);
-		return;
-	}
-	if (needs_rwqe) {
-		rw = eng_rq_peek(rs.rq);
-		if (!rw) {
-			/* No receive WQE: RNR NAK, packet dropped, QP unchanged (spec 5.4). */
-			if (!q_room(qp)) {
-				ENG_INC(qp, drop_resp_busy);
-				return;
-			}
-			enqueue_ack(qp, ROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer, psn);
-			ENG_INC(qp, rnr_naks_sent);
-			return;
-		}
-	}
-	if (!payload_len_ok(qp, oi, len)) {
-		ENG_INC(qp, drop_bad_length);
-		fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_REM_INV_REQ_ERR);
-		return;
-	}
-	switch (oi->kind) {
-	case ROCE_KIND_SEND: {
-		const struct eng_rwqe *w = first ? rw : &qp->resp.wqe;
-		uint32_t off = first ? 0 : qp->resp.offset;
-
-		if ((uint64_t)off + len > w->length) {
-			/* Receive buffer too small: Invalid Request, LOC_LEN_ERR (spec 5.4). */
-			ENG_INC(qp, drop_bad_length);
-			if (first)
-				take_wqe_from(qp, rs.rq, srqn);
-			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
-			return;
-		}
-		niov = eng_sge_resolve_env(&qp->base.env, rs.pd, w->sge, w->num_sge, off, len,
-					   IBV_ACCESS_LOCAL_WRITE, iov);
-		if (niov < 0) {
-			if (first)
-				take_wqe_from(qp, rs.rq, srqn);
-			fatal(qp, ENG_ERR_REMOTE_OP, psn, IBV_WC_LOC_PROT_ERR);
-			return;
-		}
-		break;
-	}
-	case ROCE_KIND_WRITE:
-		if (first) {
-			va = pkt->reth.va;
-			rkey = pkt->reth.rkey;
-			if (pkt->reth.dma_len > ENG_MAX_MSG_SIZE || len > pkt->reth.dma_len ||
-			    (last && len != pkt->reth.dma_len)) {
-				ENG_INC(qp, drop_bad_length);
-				fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
-				return;
-			}
-			/* The whole message's range is checked before its first byte lands. A
-			 * zero-length WRITE need not carry a valid key (spec 3). */
-			if (pkt->reth.dma_len &&
-			    !qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
-						      rkey, true, va, pkt->reth.dma_len,
-						      IBV_ACCESS_REMOTE_WRITE, &err)) {
-				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
-				return;
-			}
-		} else {
-			va = qp->resp.va;
-			rkey = qp->resp.rkey;
-			if (len > qp->resp.resid || (last && len != qp->resp.resid)) {
-				ENG_INC(qp, drop_bad_length);
-				fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_LOC_LEN_ERR);
-				return;
-			}
-		}
-		if (len) {
-			host = qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
-							rkey, true, va, len,
-							IBV_ACCESS_REMOTE_WRITE, &err);
-			if (!host) {
-				fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
-				return;
-			}
-		}
-		break;
-	case ROCE_KIND_READ_REQ:
-		if (pkt->reth.dma_len > ENG_MAX_MSG_SIZE) {
-			ENG_INC(qp, drop_bad_length);
-			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_SUCCESS);
-			return;
-		}
-		if (pkt->reth.dma_len &&
-		    !qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
-					      pkt->reth.rkey, true, pkt->reth.va, pkt->reth.dma_len,
-					      IBV_ACCESS_REMOTE_READ, &err)) {
-			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
-			return;
-		}
-		break;
-	case ROCE_KIND_ATOMIC:
-		/* IBA 9.4.5: the target must be 8-byte aligned. */
-		if (pkt->atomic.va & 7) {
-			fatal(qp, ENG_ERR_INVALID_REQ, psn, IBV_WC_SUCCESS);
-			return;
-		}
-		host = qp->base.env.mem_resolve(qp->base.env.ctx, rs.pd, qp->base.init.qpn,
-						pkt->atomic.rkey, true, pkt->atomic.va, 8,
-						IBV_ACCESS_REMOTE_ATOMIC, &err);
-		if (!host) {
-			fatal(qp, ENG_ERR_REMOTE_ACCESS, psn, IBV_WC_SUCCESS);
-			return;
-		}
-		break;
-	default:
-		return;
-	}
-
-	/* -- apply -- */
 	qp->resp.nak_sent = false;
 	ENG_INC(qp, rx_packets);
 	switch (oi->kind) {
-	case ROCE_KIND_SEND: {
-		const uint8_t *src = pkt->payload;
-		struct ibv_wc wc = {0};
-
-		if (first)
-			take_wqe_from(qp, rs.rq, srqn);
-		for (int i = 0; i < niov; i++) {
-			memcpy(iov[i].ptr, src, iov[i].len);
-			src += iov[i].len;
-		}
-		qp->resp.offset += len;
-		qp->resp.psn = psn_add(psn, 1);
-		qp->resp.in_send = !last;
-		if (!last)
-			break;
-		qp->resp.msn = psn_add(qp->resp.msn, 1);
-		qp->resp.have_wqe = false;
-		wc.wr_id = qp->resp.wqe.wr_id;
-		wc.status = IBV_WC_SUCCESS;
-		wc.opcode = IBV_WC_RECV;
-		wc.byte_len = qp->resp.offset;
-		wc.src_qp = qp->attr.dest_qpn;
-		if (oi->imm) {
-			memcpy(&wc.imm_data, pkt->imm, 4);
-			wc.wc_flags |= IBV_WC_WITH_IMM;
-		}
-		if (oi->inv) {
-			/* SEND with Invalidate (IBA 10.6.6.2): an R_Key that cannot be invalidated
-			 * fails the receive, without a NAK (spec 5.4 class J). */
-			int r =
-			    qp->base.env.mem_invalidate
-				? qp->base.env.mem_invalidate(qp->base.env.ctx, rs.pd,
-							      qp->base.init.qpn, pkt->ieth, true)
-				: -EINVAL;
-			if (r) {
-				wc.status = IBV_WC_REM_INV_REQ_ERR;
-				eng_base_complete(&qp->base, rs.cq, &wc, true);
-				eng_qp_to_err(qp, IBV_EVENT_QP_REQ_ERR, true);
-				return;
-			}
-			wc.invalidated_rkey = pkt->ieth;
-			wc.wc_flags |= IBV_WC_WITH_INV;
-		}
-		eng_base_complete(&qp->base, rs.cq, &wc, pkt->bth.se);
+	case ROCE_KIND_SEND:
+		if (!apply_send(qp, &r))
+			return;
 		break;
-	}
 	case ROCE_KIND_WRITE:
-		if (first) {
-			qp->resp.msg_srqn = srqn;
-			qp->resp.rkey = rkey;
-			qp->resp.length = pkt->reth.dma_len;
-			qp->resp.resid = pkt->reth.dma_len;
-		}
-		if (len)
-			memcpy(host, pkt->payload, len);
-		qp->resp.va = va + len;
-		qp->resp.resid -= len;
-		qp->resp.psn = psn_add(psn, 1);
-		qp->resp.in_write = !last;
-		if (!last)
-			break;
-		qp->resp.msn = psn_add(qp->resp.msn, 1);
-		if (oi->imm) {
-			/* WRITE with immediate consumes a receive WQE; byte_len is the RDMA length
-			 * (rxe do_complete). */
-			struct ibv_wc wc = {0};
-
-			wc.wr_id = rw->wr_id;
-			wc.status = IBV_WC_SUCCESS;
-			wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-			wc.byte_len = qp->resp.length;
-			wc.src_qp = qp->attr.dest_qpn;
-			wc.wc_flags = IBV_WC_WITH_IMM;
-			memcpy(&wc.imm_data, pkt->imm, 4);
-			eng_rq_pop(rs.rq);
-			eng_base_complete(&qp->base, rs.cq, &wc, pkt->bth.se);
-		}
+		apply_write(qp, &r);
 		break;
-	case ROCE_KIND_READ_REQ: {
-		struct eng_res *r = res_next(qp);
-		uint32_t n = eng_npkts(pkt->reth.dma_len, qp->attr.pmtu);
-		struct eng_job *j;
-
-		r->type = ENG_RES_READ;
-		r->first_psn = psn;
-		r->last_psn = psn_add(psn, n - 1);
-		r->va = pkt->reth.va;
-		r->rkey = pkt->reth.rkey;
-		r->pd = rs.pd;
-		r->length = pkt->reth.dma_len;
-		/* MSN counts a READ when it is accepted (IBA C9-148). */
-		qp->resp.msn = psn_add(qp->resp.msn, 1);
-		j = q_push(qp);
-		j->type = ENG_JOB_READ;
-		j->psn = psn;
-		j->va = r->va;
-		j->rkey = r->rkey;
-		j->pd = r->pd;
-		j->length = r->length;
-		j->from_first = true;
-		qp->resp.psn = psn_add(psn, n);
+	case ROCE_KIND_READ_REQ:
+		apply_read(qp, &r);
+		break;
+	default: /* ROCE_KIND_ATOMIC (check_target passed no other) */
+		apply_atomic(qp, &r);
 		break;
 	}
-	case ROCE_KIND_ATOMIC: {
-		struct eng_res *r = res_next(qp);
-		struct eng_job *j;
-
-		r->type = ENG_RES_ATOMIC;
-		r->first_psn = r->last_psn = psn;
-		r->va = pkt->atomic.va;
-		r->rkey = pkt->atomic.rkey;
-		r->pd = rs.pd;
-		r->length = 8;
-		r->orig =
-		    do_atomic(host, pkt->bth.opcode, pkt->atomic.swap_add, pkt->atomic.compare);
-		qp->resp.msn = psn_add(qp->resp.msn, 1);
-		j = q_push(qp);
-		j->type = ENG_JOB_ATOMIC_ACK;
-		j->psn = psn;
-		j->orig = r->orig;
-		qp->resp.psn = psn_add(psn, 1);
-		break;
-	}
-	default:
-		break;
-	}
-	if (wants_ack)
-		enqueue_ack(qp, SYND_ACK, psn);
+	if (r.wants_ack)
+		enqueue_ack(qp, SYND_ACK, r.psn);
 }
 
 /* ---- selective repeat (sr.h) ---- */
@@ -729,14 +840,7 @@ void eng_resp_input(struct eng_qp *qp, const struct roce_opinfo *oi, const struc
 			ahead(qp, pkt, (uint32_t)diff);
 			return;
 		}
-		/* A gap: NAK PSN sequence error with the expected PSN, once per gap (spec 5.4);
-		 * the packet is dropped. */
-		ENG_INC(qp, drop_psn_gap);
-		if (qp->resp.nak_sent || !q_room(qp))
-			return;
-		enqueue_ack(qp, eng_nak_syndrome(ENG_ERR_PSN_SEQ), qp->resp.psn);
-		qp->resp.nak_sent = true;
-		ENG_INC(qp, seq_naks_sent);
+		eng_gbn_gap(qp);
 		return;
 	}
 	in_sequence(qp, oi, pkt);
