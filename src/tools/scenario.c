@@ -43,6 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -79,7 +82,7 @@ static const struct row_def {
     [ROW_ROCE_DCQCN] = {"roce_dcqcn", "RoCEv2, DCQCN", false, false, true, false},
     [ROW_ROCE_BOTH] = {"roce_pfc_dcqcn", "RoCEv2, PFC + DCQCN", false, true, true, false},
     [ROW_ROCE_SR] = {"roce_sr", "RoCEv2, selective repeat", false, false, false, true},
-    [ROW_IWARP] = {"iwarp", "iWARP, TCP (cubic, ECN)", true, false, true, false},
+    [ROW_IWARP] = {"iwarp", "iWARP, TCP (ECN)", true, false, true, false}, /* row_label */
 };
 
 /* The rows of each scenario, in the order they run and print. */
@@ -117,7 +120,41 @@ struct sc {
 	char tmp[64];
 	int files;
 	struct row_res res[ROW_COUNT];
+	/* The iWARP rows' TCP congestion control (pick_tcp_cc): DCTCP where the kernel has it,
+	 * else the kernel's default; and their label, which names it. */
+	char tcp_cc[16];
+	bool dctcp;
+	char iwarp_label[48];
 };
+
+/* How a row is called in tables and JSON. */
+static const char *row_label(const struct sc *s, enum row_id id)
+{
+	return id == ROW_IWARP ? s->iwarp_label : row_defs[id].label;
+}
+
+/* DCTCP (RFC 8257) where the kernel has it, as data centres run TCP beside RoCE: it reacts to
+ * the share of ECN-marked packets, as DCQCN does. Asking for it on a socket loads the module if
+ * the kernel ships one (root). Without it the iWARP rows run the kernel's default, named in their
+ * label. */
+static void pick_tcp_cc(struct sc *s)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s->dctcp = fd >= 0 && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "dctcp", 5) == 0;
+	if (fd >= 0)
+		close(fd);
+	snprintf(s->tcp_cc, sizeof(s->tcp_cc), "%s", "dctcp");
+	if (!s->dctcp) {
+		/* A namespace starts with the initial namespace's default (Linux 4.15 on). */
+		FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+		if (!f || !fgets(s->tcp_cc, sizeof(s->tcp_cc), f))
+			snprintf(s->tcp_cc, sizeof(s->tcp_cc), "%s", "default");
+		if (f)
+			fclose(f);
+		s->tcp_cc[strcspn(s->tcp_cc, "\n")] = 0;
+	}
+	snprintf(s->iwarp_label, sizeof(s->iwarp_label), "iWARP, TCP (%s, ECN)", s->tcp_cc);
+}
 
 static const enum row_id *rows_of(const struct sc *s, int *n)
 {
@@ -145,7 +182,8 @@ static void usage(FILE *f)
 	    "N senders write 64 KiB messages to one receiver through one switch port (softrdma\n"
 	    "switch: hosts in network namespaces) while a 100 B ping-pong crosses the same port,\n"
 	    "once per fabric: RoCEv2 lossy (drop-tail, go-back-N), RoCEv2 with PFC, with DCQCN\n"
-	    "(ECN marks, CNPs, rate cuts), with both, and iWARP on the kernel's TCP (ECN on).\n"
+	    "(ECN marks, CNPs, rate cuts), with both, and iWARP on the kernel's TCP (ECN on;\n"
+	    "DCTCP where the kernel has it, else its default congestion control).\n"
 	    "victim: the same without the probe; the first sender also writes to a host whose\n"
 	    "port is idle (the victim flow): PFC, pausing that sender, stops it too.\n"
 	    "loss: the incast's flows (one sender by default) through a switch that drops\n"
@@ -177,6 +215,8 @@ struct enter_arg {
 	const struct switch_net *net;
 	unsigned host;
 	bool tcp_ecn;
+	const char
+	    *tcp_cc; /* with tcp_ecn: the namespace's congestion control, NULL: its default */
 };
 
 /* In the child, before exec: async-signal-safe only. */
@@ -192,6 +232,14 @@ static void child_enter(const struct enter_arg *a)
 		int fd = open("/proc/sys/net/ipv4/tcp_ecn", O_WRONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			ssize_t r = write(fd, "1", 1);
+			(void)r;
+			close(fd);
+		}
+	}
+	if (a->tcp_ecn && a->tcp_cc) { /* and DCTCP (pick_tcp_cc) for them */
+		int fd = open("/proc/sys/net/ipv4/tcp_congestion_control", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t r = write(fd, a->tcp_cc, strlen(a->tcp_cc));
 			(void)r;
 			close(fd);
 		}
@@ -516,7 +564,7 @@ static int run_row(struct sc *s, enum row_id id)
 
 	/* A server for every flow on its receiver, then every client at once. */
 	for (unsigned k = 0; k < nf && rc == 0; k++) {
-		struct enter_arg a = {net, fl[k].to, d->iwarp};
+		struct enter_arg a = {net, fl[k].to, d->iwarp, s->dctcp ? s->tcp_cc : NULL};
 		snprintf(port[k], sizeof(port[k]), "%d", base + (int)k);
 		snprintf(slog[k], sizeof(slog[k]), "%s/%d-server.log", s->tmp, s->files++);
 		char *argv[] = {"softrdma",  fl[k].kind == F_PROBE ? "lat" : "bw",
@@ -528,7 +576,7 @@ static int run_row(struct sc *s, enum row_id id)
 	}
 	usleep(500000); /* the servers listen */
 	for (unsigned k = 0; k < nf && rc == 0; k++) {
-		struct enter_arg a = {net, fl[k].from, d->iwarp};
+		struct enter_arg a = {net, fl[k].from, d->iwarp, s->dctcp ? s->tcp_cc : NULL};
 		char *to = (char *)switch_net_addr(net, fl[k].to);
 		snprintf(clog[k], sizeof(clog[k]), "%s/%d-client.log", s->tmp, s->files++);
 		snprintf(cjson[k], sizeof(cjson[k]), "%s/%d-client.json", s->tmp, s->files++);
@@ -653,7 +701,7 @@ static void print_loss_table(const struct sc *s, const enum row_id *rows, int nr
 		int id = rows[ri];
 		const struct row_res *r = &s->res[id];
 		if (!r->ok) {
-			printf("%-27s not measured: %s\n", row_defs[id].label, r->why);
+			printf("%-27s not measured: %s\n", row_label(s, id), r->why);
 			continue;
 		}
 		char probe[40], resent[24], holes[24], sacks[24];
@@ -666,7 +714,7 @@ static void print_loss_table(const struct sc *s, const enum row_id *rows, int nr
 			snprintf(holes, sizeof(holes), "-");
 			snprintf(sacks, sizeof(sacks), "TCP's");
 		}
-		printf("%-27s %9.0f %9.0f %16s %7llu %8s %8s %7s\n", row_defs[id].label,
+		printf("%-27s %9.0f %9.0f %16s %7llu %8s %8s %7s\n", row_label(s, id),
 		       r->goodput * 1e3, r->total * 1e3, probe, (unsigned long long)r->lost, resent,
 		       holes, sacks);
 	}
@@ -709,7 +757,7 @@ static void print_table(const struct sc *s)
 		int id = rows[ri];
 		const struct row_res *r = &s->res[id];
 		if (!r->ok) {
-			printf("%-27s not measured: %s\n", row_defs[id].label, r->why);
+			printf("%-27s not measured: %s\n", row_label(s, id), r->why);
 			continue;
 		}
 		char shares[64] = "", probe[40];
@@ -728,7 +776,7 @@ static void print_table(const struct sc *s)
 		else
 			snprintf(resent, sizeof(resent), "%llu", (unsigned long long)r->resent);
 		printf("%-27s %9.0f %-19s %5.2f %16s %7llu %7llu %6llu %10.1f %7s\n",
-		       row_defs[id].label, r->total * 1e3, shares, r->jain, probe,
+		       row_label(s, id), r->total * 1e3, shares, r->jain, probe,
 		       (unsigned long long)r->drops, (unsigned long long)r->marks,
 		       (unsigned long long)r->cnps, r->pause_ms, resent);
 	}
@@ -871,7 +919,7 @@ static int write_json(const struct sc *s)
 		int id = rows[ri];
 		const struct row_res *r = &s->res[id];
 		sb_add(&b, "%s\n  {\"id\": \"%s\", \"label\": ", ri ? "," : "", row_defs[id].id);
-		sb_json_str(&b, row_defs[id].label);
+		sb_json_str(&b, row_label(s, id));
 		sb_add(&b, ", \"ok\": %s", r->ok ? "true" : "false");
 		if (!r->ok) {
 			sb_add(&b, ", \"error\": ");
@@ -1053,11 +1101,12 @@ int scenario_main(int argc, char **argv)
 		return 1;
 	struct tool_signals sigs;
 	tool_signals_catch(&sigs, on_signal);
+	pick_tcp_cc(&s);
 	s.started = time(NULL);
 	int measured = 0, nrows;
 	const enum row_id *rows = rows_of(&s, &nrows);
 	for (int i = 0; i < nrows && !stop_signal; i++) {
-		fprintf(stderr, "[%d/%d] %s, %g s...\n", i + 1, nrows, row_defs[rows[i]].label,
+		fprintf(stderr, "[%d/%d] %s, %g s...\n", i + 1, nrows, row_label(&s, rows[i]),
 			s.seconds);
 		if (run_row(&s, rows[i]) == 0)
 			measured++;

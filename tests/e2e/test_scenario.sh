@@ -6,7 +6,8 @@
 # PFC pauses and drops nothing, the DCQCN rows carry CNPs and marks, the rows without ECN
 # none. Then the loss scenario: 2 % random loss, where go-back-N resends more than selective
 # repeat, which must have been agreed on (its resends of holes, its SACKs) while the
-# go-back-N row shows none. Then bad usage. Last, `softrdma report` of the three JSON files in
+# go-back-N row shows none; the iWARP row names the TCP congestion control it ran (DCTCP where
+# the kernel has it). Then bad usage. Last, `softrdma report` of the three JSON files in
 # one page: every row's label (and error) and a chart per file. Needs root and /dev/net/tun (exit 77 otherwise).
 # Usage: test_scenario.sh BUILD_DIR
 set -u
@@ -50,6 +51,13 @@ def check(cond, what):
     if not cond:
         bad.append(what)
 check(set(rows) == {"roce", "roce_pfc", "roce_dcqcn", "roce_pfc_dcqcn", "iwarp"}, "rows: %s" % sorted(rows))
+# The iWARP row runs DCTCP where the kernel has it (the run loaded it if it could), else the
+# kernel's default, and says which.
+avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+cc = "dctcp" if "dctcp" in avail else open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+if "iwarp" in rows:
+    check(rows["iwarp"]["label"] == "iWARP, TCP (%s, ECN)" % cc,
+          "iwarp label %r: expected the kernel's %s" % (rows["iwarp"]["label"], cc))
 port = doc["rate_bps"] / 1e9
 for id, r in rows.items():
     check(r["ok"], "%s not measured: %s" % (id, r.get("error")))
