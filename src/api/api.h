@@ -161,8 +161,6 @@ struct sr_qp {
 	};
 	struct sr_wr_batch *batch; /* the ibv_wr_* batch (qp_ex.c); NULL: no such interface */
 	struct eng_qp *eqp;
-	/* Either engine's QP as what both share (eng_qp_base(eqp) or iw_qp_base(iqp)). */
-	struct eng_qp_base *base;
 	struct sr_context *ctx;
 	struct ibv_qp_attr attr; /* every attribute set so far */
 	struct ibv_qp_cap cap;
@@ -176,6 +174,12 @@ struct sr_qp {
 	bool ece_set;
 	uint32_t ece_options;
 };
+
+/* Either engine's QP as what both share (eng.h). */
+static inline struct eng_qp_base *sr_qp_base(const struct sr_qp *qp)
+{
+	return qp->iqp ? iw_qp_base(qp->iqp) : eng_qp_base(qp->eqp);
+}
 
 static inline struct sr_context *sr_ctx(struct ibv_context *c)
 {

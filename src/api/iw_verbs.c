@@ -122,8 +122,6 @@ struct ibv_qp *sr_iw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 		r = iw_qp_create(&ei, &ctx->env, &qp->iqp);
 		if (r < 0)
 			sr_free_qpn(ctx, qpn);
-		else
-			qp->base = iw_qp_base(qp->iqp);
 	}
 	core_unlock(ctx->core);
 	if (r < 0) {

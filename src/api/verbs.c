@@ -781,7 +781,6 @@ struct ibv_qp *sr_create_qp(struct ibv_context *context, struct ibv_pd *pd,
 	}
 	r = eng_qp_create(&ei, &ctx->env, &qp->eqp);
 	if (r == 0) {
-		qp->base = eng_qp_base(qp->eqp);
 		r = core_qp_attach(ctx->core, qp->eqp, qpn);
 		if (r == 0 && init->qp_type == IBV_QPT_UD) {
 			/* Its own UDP source port, per packet destinations (core.h). */
@@ -1076,7 +1075,7 @@ static int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	struct sr_qp *qp = (struct sr_qp *)ibqp;
 	struct core_ctx *core = qp->ctx->core;
 	core_lock(core);
-	int ret = eng_base_post_recv(qp->base, wr, (const struct ibv_recv_wr **)bad);
+	int ret = eng_base_post_recv(sr_qp_base(qp), wr, (const struct ibv_recv_wr **)bad);
 	core_unlock(core);
 	return -ret;
 }

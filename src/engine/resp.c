@@ -449,12 +449,10 @@ static bool check_resources(struct eng_qp *qp, struct req_in *r)
 	if (r->rw)
 		return true;
 	/* No receive WQE: RNR NAK, packet dropped, QP unchanged (spec 5.4). */
-	if (!q_room(qp)) {
+	if (eng_resp_nak(qp, ROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer, r->psn))
+		ENG_INC(qp, rnr_naks_sent);
+	else
 		ENG_INC(qp, drop_resp_busy);
-		return false;
-	}
-	enqueue_ack(qp, ROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer, r->psn);
-	ENG_INC(qp, rnr_naks_sent);
 	return false;
 }
 

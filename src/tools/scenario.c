@@ -120,10 +120,10 @@ struct sc {
 	char tmp[64];
 	int files;
 	struct row_res res[ROW_COUNT];
-	/* The iWARP rows' TCP congestion control (pick_tcp_cc): DCTCP where the kernel has it,
-	 * else the kernel's default; and their label, which names it. */
-	char tcp_cc[16];
-	bool dctcp;
+	/* The iWARP rows' TCP congestion control (pick_tcp_cc): "dctcp" where the kernel has it,
+	 * written into each iWARP host's namespace, else NULL (the kernel's default); and their
+	 * label, which names it. */
+	const char *ns_cc;
 	char iwarp_label[48];
 };
 
@@ -139,21 +139,23 @@ static const char *row_label(const struct sc *s, enum row_id id)
  * label. */
 static void pick_tcp_cc(struct sc *s)
 {
+	char cc[16] = "default";
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	s->dctcp = fd >= 0 && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "dctcp", 5) == 0;
+	bool dctcp = fd >= 0 && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "dctcp", 5) == 0;
 	if (fd >= 0)
 		close(fd);
-	snprintf(s->tcp_cc, sizeof(s->tcp_cc), "%s", "dctcp");
-	if (!s->dctcp) {
+	s->ns_cc = dctcp ? "dctcp" : NULL;
+	if (!dctcp) {
 		/* A namespace starts with the initial namespace's default (Linux 4.15 on). */
 		FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
-		if (!f || !fgets(s->tcp_cc, sizeof(s->tcp_cc), f))
-			snprintf(s->tcp_cc, sizeof(s->tcp_cc), "%s", "default");
-		if (f)
+		if (f) {
+			if (fgets(cc, sizeof(cc), f))
+				cc[strcspn(cc, "\n")] = 0;
 			fclose(f);
-		s->tcp_cc[strcspn(s->tcp_cc, "\n")] = 0;
+		}
 	}
-	snprintf(s->iwarp_label, sizeof(s->iwarp_label), "iWARP, TCP (%s, ECN)", s->tcp_cc);
+	snprintf(s->iwarp_label, sizeof(s->iwarp_label), "iWARP, TCP (%s, ECN)",
+		 dctcp ? "dctcp" : cc);
 }
 
 static const enum row_id *rows_of(const struct sc *s, int *n)
@@ -564,7 +566,7 @@ static int run_row(struct sc *s, enum row_id id)
 
 	/* A server for every flow on its receiver, then every client at once. */
 	for (unsigned k = 0; k < nf && rc == 0; k++) {
-		struct enter_arg a = {net, fl[k].to, d->iwarp, s->dctcp ? s->tcp_cc : NULL};
+		struct enter_arg a = {net, fl[k].to, d->iwarp, s->ns_cc};
 		snprintf(port[k], sizeof(port[k]), "%d", base + (int)k);
 		snprintf(slog[k], sizeof(slog[k]), "%s/%d-server.log", s->tmp, s->files++);
 		char *argv[] = {"softrdma",  fl[k].kind == F_PROBE ? "lat" : "bw",
@@ -576,7 +578,7 @@ static int run_row(struct sc *s, enum row_id id)
 	}
 	usleep(500000); /* the servers listen */
 	for (unsigned k = 0; k < nf && rc == 0; k++) {
-		struct enter_arg a = {net, fl[k].from, d->iwarp, s->dctcp ? s->tcp_cc : NULL};
+		struct enter_arg a = {net, fl[k].from, d->iwarp, s->ns_cc};
 		char *to = (char *)switch_net_addr(net, fl[k].to);
 		snprintf(clog[k], sizeof(clog[k]), "%s/%d-client.log", s->tmp, s->files++);
 		snprintf(cjson[k], sizeof(cjson[k]), "%s/%d-client.json", s->tmp, s->files++);
